@@ -1,0 +1,47 @@
+# capsule: `make run` builds everything and serves MCP on stdio;
+# `make test` runs every test. See README.md.
+
+# Workers apply their lockdown to every thread with AllThreadsSyscall,
+# which Go refuses in a cgo binary; the seccomp allowlist also assumes a
+# pure-Go process.
+export CGO_ENABLED := 0
+
+GO       ?= go
+BIN      := bin/capsule
+FUZZTIME ?= 30s
+# The race detector needs cgo; the Python build installs clang, which
+# serves as the C compiler when gcc is absent.
+RACE_CC  := $(shell command -v gcc || command -v clang || echo cc)
+
+.PHONY: all build run test unit e2e fuzz bench assets python-wasm javascript-wasm clean
+
+all: build
+
+build: assets
+	$(GO) build -trimpath -o $(BIN) ./cmd/capsule
+
+run: build
+	./$(BIN) serve
+
+assets: python-wasm javascript-wasm
+
+python-wasm:
+	runtimes/python/build.sh
+
+javascript-wasm:
+	runtimes/javascript/fetch.sh
+
+test: assets
+	$(GO) vet ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
+	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
+	$(GO) test -count=1 -timeout 20m ./...
+
+fuzz: assets
+	$(GO) test ./ipc/ -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+
+bench: build
+	$(GO) run ./cmd/capsule-bench -bin $(BIN)
+
+clean:
+	rm -rf bin runtimes/python/dist runtimes/javascript/dist

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"capsule/supervisor"
+)
+
+// commonFlags are the flags every command that starts workers takes.
+type commonFlags struct {
+	cfg      supervisor.Config
+	logLevel string
+	logJSON  bool
+}
+
+func newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// register defines the shared flags on e.
+func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
+	c.cfg = supervisor.DefaultConfig()
+	c.cfg.RegisterFlags(e)
+	c.logLevel = "info"
+	e.Var(stringValue{&c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
+	e.Var(boolValue{&c.logJSON}, "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
+}
+
+// parse parses args and reports whether the command should go on, and
+// with which exit status otherwise.
+func parse(e *supervisor.EnvFlags, args []string) (int, bool) {
+	if err := e.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		fmt.Fprintln(os.Stderr, "capsule:", err)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// logger returns the logger the flags ask for. Logs always go to stderr:
+// in stdio mode stdout belongs to the MCP protocol.
+func (c *commonFlags) logger(name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.LevelFromString(c.logLevel),
+		Output:     os.Stderr,
+		JSONFormat: c.logJSON,
+	})
+}
+
+// newSupervisor starts the supervisor with the parsed configuration.
+func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding our own executable to start workers: %w", err)
+	}
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		// Immune to the binary being replaced or moved while we run.
+		exe = "/proc/self/exe"
+	}
+	return supervisor.New(c.cfg, log, exe)
+}
+
+type stringValue struct{ s *string }
+
+func (v stringValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return *v.s
+}
+func (v stringValue) Set(s string) error { *v.s = s; return nil }
+
+type boolValue struct{ b *bool }
+
+func (v boolValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return fmt.Sprint(*v.b)
+}
+func (v boolValue) IsBoolFlag() bool { return true }
+func (v boolValue) Set(s string) error {
+	switch s {
+	case "1", "true", "yes", "on":
+		*v.b = true
+	case "0", "false", "no", "off", "":
+		*v.b = false
+	default:
+		return fmt.Errorf("invalid boolean %q", s)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+
+	"capsule/runtimes"
+	"capsule/supervisor"
+)
+
+var execLanguages = []string{runtimes.Python, runtimes.JavaScript}
+
+const execSynopsis = "capsule exec LANG [flags] (-c CODE | FILE | -)\n\n" +
+	"Runs code once through the same supervisor and worker path as serve. LANG is python or javascript.\n" +
+	"Prints the code's stdout and stderr, then its result on stdout.\n" +
+	"Exit status: 0 ok, 1 the code raised an error, 2 usage, 3 a limit was hit."
+
+func execCommand(args []string) int {
+	fs := newFlagSet("exec", execSynopsis)
+	e := supervisor.NewEnvFlags(fs)
+	var c commonFlags
+	c.register(e, fs)
+	code := fs.String("c", "", "the code to run")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	lang := args[0]
+	if !slices.Contains(execLanguages, lang) {
+		fmt.Fprintf(os.Stderr, "capsule exec: unknown language %q: want one of %v\n", lang, execLanguages)
+		return exitUsage
+	}
+	c.logLevel = "warn"
+	if status, ok := parse(e, args[1:]); !ok {
+		return status
+	}
+	src, err := execSource(fs, *code)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule exec:", err)
+		return exitUsage
+	}
+	logger := c.logger("capsule")
+	sup, err := c.newSupervisor(logger)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule exec:", err)
+		return exitCodeError
+	}
+	defer sup.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	a := sup.Execute(ctx, supervisor.Request{Language: lang, Code: src})
+	return printAnswer(a)
+}
+
+// execSource finds the code: -c CODE, a file, or - for stdin; exactly one.
+func execSource(fs *flag.FlagSet, code string) (string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "c" })
+	switch {
+	case given && fs.NArg() == 0:
+		return code, nil
+	case !given && fs.NArg() == 1 && fs.Arg(0) == "-":
+		b, err := io.ReadAll(os.Stdin)
+		return string(b), err
+	case !given && fs.NArg() == 1:
+		b, err := os.ReadFile(fs.Arg(0))
+		return string(b), err
+	}
+	return "", fmt.Errorf("give the code as exactly one of -c CODE, FILE, or - (stdin)")
+}
+
+// printAnswer writes what the code did, for a person at a terminal, and
+// returns the exit status.
+func printAnswer(a *supervisor.Answer) int {
+	os.Stdout.WriteString(a.Stdout)
+	os.Stderr.WriteString(a.Stderr)
+	if a.StdoutTruncated || a.StderrTruncated {
+		fmt.Fprintln(os.Stderr, "capsule: output was truncated at the output limit")
+	}
+	if a.Result != nil {
+		fmt.Fprintln(os.Stdout, string(a.Result))
+	}
+	if a.Error != nil {
+		if a.Error.Traceback != "" {
+			fmt.Fprintln(os.Stderr, a.Error.Traceback)
+		} else {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", a.Error.Type, a.Error.Message)
+		}
+	}
+	switch {
+	case a.Limit != nil:
+		return exitLimit
+	case a.Error != nil || a.ExitCode() != 0:
+		return exitCodeError
+	}
+	return exitOK
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const seedPython = `revenue = [12400, 15800, 14200, 18900, 21000, 19500]
+growth = [b - a for a, b in zip(revenue, revenue[1:])]
+best = max(range(len(growth)), key=lambda i: growth[i])
+{"average": round(sum(revenue) / len(revenue), 2), "best_growth_month": best + 2, "growth": growth[best]}
+`
+
+func TestPythonEndToEnd(t *testing.T) {
+	s := startServer(t, "--timeout", "3s", "--memory", "128MiB")
+	cases := []expectation{
+		{name: "seed example", code: seedPython,
+			result: `{"average":16966.67,"best_growth_month":4,"growth":4700}`},
+		{name: "print plus expression", code: "print('hello')\n6 * 7",
+			stdoutExact: ptr("hello\n"), result: "42", text: "hello"},
+		{name: "statement only", code: "x = 1 + 1", result: "null", stdoutExact: ptr("")},
+		{name: "last expression None", code: "print('a')\nNone", result: "null", stdoutExact: ptr("a\n")},
+		{name: "unicode", code: "s = 'héllo wörld ✓ 日本'\nprint(s)\ns.upper()",
+			stdout: "héllo wörld ✓ 日本", result: `"HÉLLO WÖRLD ✓ 日本"`},
+		{name: "repr result", code: "class P:\n    def __repr__(self): return 'P()'\nP()", result: `"P()"`},
+		{name: "set result is repr", code: "{1, 2}", result: `"{1, 2}"`},
+		{name: "syntax error", code: "def f(:\n  pass", isError: true, errType: "SyntaxError",
+			traceContains: "def f(:"},
+		{name: "exception with traceback", code: "def f(x):\n    return 1 / x\n\nprint('before')\nf(0)",
+			isError: true, errType: "ZeroDivisionError", errContains: "division by zero",
+			traceContains: "return 1 / x", stdout: "before"},
+		{name: "traceback hides bootstrap", code: "raise ValueError('boom')", isError: true,
+			errType: "ValueError", errContains: "boom", traceContains: "Traceback"},
+		{name: "stderr", code: "import sys\nprint('oops', file=sys.stderr)", stderr: "oops\n", text: "[stderr]"},
+		{name: "sys.exit is a normal end", code: "import sys\nprint('bye')\nsys.exit(0)", stdout: "bye"},
+		{name: "sys.exit code", code: "import sys\nsys.exit(3)", text: "exit code 3"},
+		{name: "open /etc/passwd fails", code: "open('/etc/passwd').read()", isError: true},
+		{name: "socket connect fails", code: "import socket\nsocket.create_connection(('127.0.0.1', 80), timeout=1)",
+			isError: true},
+		{name: "numpy is absent", code: "import numpy", isError: true, errType: "ModuleNotFoundError",
+			errContains: "numpy"},
+		{name: "time.sleep sleeps", code: "import time\nt = time.monotonic()\ntime.sleep(0.2)\nround(time.monotonic() - t, 1) >= 0.2",
+			result: "true", minDuration: 200 * time.Millisecond},
+		{name: "asyncio sleep and gather", code: `import asyncio
+async def job(n):
+    await asyncio.sleep(0.05 * n)
+    return n * 10
+async def main():
+    a = await asyncio.gather(job(1), job(2), job(3))
+    b = await asyncio.wait_for(job(1), timeout=2)
+    return a + [b]
+asyncio.run(main())`, result: "[10,20,30,10]"},
+		{name: "sqlite3 in memory", code: "import sqlite3\ndb = sqlite3.connect(':memory:')\ndb.execute('create table t(x)')\ndb.executemany('insert into t values (?)', [(1,), (2,), (3,)])\ndb.execute('select sum(x) from t').fetchone()[0]",
+			result: "6"},
+		{name: "zlib json decimal datetime", code: "import zlib, json, decimal, datetime\n[len(zlib.compress(b'a'*1000)) < 100, json.loads('[1]'), str(decimal.Decimal('0.1') + decimal.Decimal('0.2')), datetime.date(2024, 2, 29).isoformat()]",
+			result: `[true,[1],"0.3","2024-02-29"]`},
+		{name: "threads are refused plainly", code: "import threading\nthreading.Thread(target=print).start()",
+			isError: true, errContains: "thread"},
+		{name: "infinite loop hits the timeout", code: "print('start')\nwhile True:\n    pass",
+			isError: true, limit: "timeout", errContains: "timeout: execution exceeded 3s", stdout: "start"},
+		{name: "memory bomb hits the memory limit", code: "a = []\nwhile True:\n    a.append(bytearray(1 << 20))",
+			isError: true, limit: "memory", errContains: "128MiB"},
+		{name: "print flood is truncated", code: "for i in range(300000):\n    print('x' * 20)\n'done'",
+			isError: true, limit: "output", truncated: true, result: `"done"`, text: "truncated"},
+	}
+	for _, e := range cases {
+		t.Run(e.name, func(t *testing.T) {
+			res, st := s.call(t, "execute_python", e.code)
+			check(t, res, st, e)
+		})
+	}
+}
+
+func TestPythonStateless(t *testing.T) {
+	s := startServer(t)
+	_, st := s.call(t, "execute_python", "secret_name = 42\nsecret_name")
+	if string(st.Result) != "42" {
+		t.Fatalf("first call result %s", st.Result)
+	}
+	res, st := s.call(t, "execute_python", "secret_name")
+	check(t, res, st, expectation{isError: true, errType: "NameError", errContains: "secret_name"})
+}
+
+func TestPythonConcurrent(t *testing.T) {
+	s := startServer(t)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, st := s.call(t, "execute_python", fmt.Sprintf("print(%d)\n%d * 2", i, i))
+			check(t, res, st, expectation{stdoutExact: ptr(fmt.Sprintf("%d\n", i)), result: fmt.Sprint(i * 2)})
+		}(i)
+	}
+	wg.Wait()
+}
+
+func TestBadArguments(t *testing.T) {
+	s := startServer(t)
+	cases := []struct {
+		name string
+		args any
+		want string
+	}{
+		{"missing code", map[string]any{}, "missing required argument \"code\""},
+		{"code not a string", map[string]any{"code": 12}, "must be a string"},
+		{"unknown argument", map[string]any{"code": "1", "extra": true}, "unknown argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, _ := s.callArgs(t, "execute_python", c.args)
+			if !res.IsError || !strings.Contains(text(res), c.want) {
+				t.Fatalf("isError=%v text=%q, want an error containing %q", res.IsError, text(res), c.want)
+			}
+		})
+	}
+	// The server keeps serving.
+	_, st := s.call(t, "execute_python", "1 + 1")
+	if string(st.Result) != "2" {
+		t.Fatalf("after bad arguments: result %s", st.Result)
+	}
+}
+
+func TestCodeSizeLimit(t *testing.T) {
+	s := startServer(t, "--max-code", "1KiB")
+	res, st := s.call(t, "execute_python", "x = 1\n"+strings.Repeat("#", 2048))
+	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "1KiB"})
+}

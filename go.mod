@@ -1,0 +1,22 @@
+module capsule
+
+go 1.26.8
+
+require (
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/mark3labs/mcp-go v1.2.1
+	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mattn/go-colorable v0.1.12 // indirect
+	github.com/mattn/go-isatty v0.0.14 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

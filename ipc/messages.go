@@ -1,0 +1,95 @@
+package ipc
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"capsule/runtimes"
+)
+
+// Setup is the supervisor's first frame: everything the worker needs before
+// it loads its module and locks itself down.
+type Setup struct {
+	Protocol int    `json:"protocol"`
+	Language string `json:"language"`
+	// MemoryBytes caps the guest's linear memory.
+	MemoryBytes uint64 `json:"memory_bytes"`
+	// MaxOutput caps stdout and stderr, each, in bytes.
+	MaxOutput int64 `json:"max_output"`
+	// MaxTimeoutMS is the longest execution this worker may be asked to
+	// run; its CPU rlimit is derived from it.
+	MaxTimeoutMS int64 `json:"max_timeout_ms"`
+	// CacheDir is wazero's compilation cache directory, or empty.
+	CacheDir string `json:"cache_dir"`
+}
+
+// Ready says the worker is waiting for its one request.
+type Ready struct {
+	Protocol int `json:"protocol"`
+}
+
+// Failure says the worker could not get ready, and why.
+type Failure struct {
+	Message string `json:"message"`
+}
+
+// Request is the one execution a worker performs.
+type Request struct {
+	Code      string          `json:"code"`
+	Inputs    json.RawMessage `json:"inputs,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms"`
+}
+
+// Done is the worker's last frame: how the execution ended. The counts of
+// dropped output are the worker's own; the supervisor keeps its own counts
+// too and never trusts these beyond reporting them.
+type Done struct {
+	Result        json.RawMessage     `json:"result,omitempty"`
+	Error         *runtimes.ErrorInfo `json:"error,omitempty"`
+	Limit         string              `json:"limit,omitempty"`
+	ExitCode      int                 `json:"exit_code"`
+	StdoutDropped int64               `json:"stdout_dropped"`
+	StderrDropped int64               `json:"stderr_dropped"`
+}
+
+// Validate checks a Done frame from an untrusted worker: known limit names,
+// valid UTF-8 text, non-negative counts, and a result that is one JSON value.
+func (d *Done) Validate() error {
+	switch d.Limit {
+	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput:
+	default:
+		return fmt.Errorf("ipc: done frame names unknown limit %q", d.Limit)
+	}
+	if d.StdoutDropped < 0 || d.StderrDropped < 0 {
+		return fmt.Errorf("ipc: done frame has negative dropped counts")
+	}
+	if d.Error != nil {
+		for _, s := range []string{d.Error.Type, d.Error.Message, d.Error.Traceback} {
+			if !utf8.ValidString(s) {
+				return fmt.Errorf("ipc: done frame error is not valid UTF-8")
+			}
+		}
+	}
+	if d.Limit != "" && d.Error == nil {
+		return fmt.Errorf("ipc: done frame names limit %q without an error", d.Limit)
+	}
+	if d.Result != nil && !json.Valid(d.Result) {
+		return fmt.Errorf("ipc: done frame result is not valid JSON")
+	}
+	return nil
+}
+
+// Validate checks a Setup frame.
+func (s *Setup) Validate() error {
+	if s.Protocol != ProtocolVersion {
+		return fmt.Errorf("ipc: protocol version %d, this worker speaks %d", s.Protocol, ProtocolVersion)
+	}
+	if s.Language == "" {
+		return fmt.Errorf("ipc: setup names no language")
+	}
+	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 {
+		return fmt.Errorf("ipc: setup has invalid limits")
+	}
+	return nil
+}

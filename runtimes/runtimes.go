@@ -1,0 +1,127 @@
+// Package runtimes defines what every language runtime gives the worker:
+// a compiled engine that can prepare a fresh interpreter instance ahead of
+// time, and an instance that runs exactly one piece of code.
+//
+// The split between Engine.Prepare and Instance.Run is what lets a worker be
+// made ready (module loaded, lockdown applied, interpreter started) before
+// the untrusted code arrives.
+package runtimes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Language names, as used on the command line, in the ipc protocol and in
+// tool names.
+const (
+	Python     = "python"
+	JavaScript = "javascript"
+)
+
+// Limit names reported in Outcome.Limit and in the tool's structured result.
+const (
+	LimitTimeout  = "timeout"
+	LimitMemory   = "memory"
+	LimitOutput   = "output"
+	LimitCodeSize = "code_size"
+)
+
+// Config is what a runtime needs to compile its module. It is fixed for the
+// lifetime of a worker process.
+type Config struct {
+	// MemoryLimitBytes caps the guest's linear memory. It is rounded down to
+	// whole 64 KiB wasm pages.
+	MemoryLimitBytes uint64
+	// CacheDir is wazero's file compilation cache directory. Empty means no
+	// file cache (compile in memory).
+	CacheDir string
+}
+
+// Streams receive the guest's standard output and standard error. Writes must
+// not fail the guest: capping and counting is the writer's job.
+type Streams struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Engine is one language's compiled module inside one process.
+type Engine interface {
+	// Prepare instantiates the module and starts the interpreter up to the
+	// point where it waits for code. It must not run any user code.
+	Prepare(ctx context.Context, streams Streams) (Instance, error)
+	// Close releases the compiled module and its runtime.
+	Close(ctx context.Context) error
+}
+
+// Instance is one prepared interpreter. Run is called at most once.
+type Instance interface {
+	// Run executes req and reports how it ended. The deadline of ctx is the
+	// execution's wall-clock limit; a runtime that can stop its guest
+	// cooperatively reports LimitTimeout, otherwise the worker's own timer
+	// ends the process.
+	Run(ctx context.Context, req Request) Outcome
+	// Close discards the instance.
+	Close(ctx context.Context) error
+}
+
+// Request is one execution.
+type Request struct {
+	// Code is the source text to run.
+	Code string
+	// Inputs is an optional JSON object exposed to the code as `inputs`.
+	// Nil when absent.
+	Inputs json.RawMessage
+}
+
+// ErrorInfo describes an uncaught exception or syntax error in the guest.
+type ErrorInfo struct {
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+}
+
+// Outcome is how one execution ended. Standard output and error have already
+// gone to the Streams.
+type Outcome struct {
+	// Result is the value of the last top-level expression as JSON: the
+	// value itself when it is JSON-serialisable, otherwise a JSON string
+	// with its repr/string form. Nil means no result.
+	Result json.RawMessage
+	// Error is set for an uncaught exception, a syntax error, or a limit.
+	Error *ErrorInfo
+	// Limit names the limit that was hit, or is empty.
+	Limit string
+	// ExitCode is the guest's exit status (Python's SystemExit code); zero
+	// for a normal end.
+	ExitCode int
+}
+
+// FormatBytes prints a byte count in the largest binary unit that divides it
+// exactly, the way limits are written in flags and messages ("256MiB").
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		factor int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.factor == 0 {
+			return fmt.Sprintf("%d%s", n/u.factor, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// TimeoutOutcome is the outcome of an execution stopped at its deadline,
+// whoever stopped it: the runtime, the worker's timer or the supervisor.
+func TimeoutOutcome(timeout time.Duration) Outcome {
+	return Outcome{
+		Limit: LimitTimeout,
+		Error: &ErrorInfo{
+			Type:    "TimeoutError",
+			Message: fmt.Sprintf("timeout: execution exceeded %s", timeout),
+		},
+	}
+}

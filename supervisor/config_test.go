@@ -1,0 +1,54 @@
+package supervisor
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagsAndEnvironment(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    Limits
+		wantErr string
+	}{
+		{name: "defaults", want: DefaultLimits},
+		{name: "flags", args: []string{"--timeout", "5s", "--memory", "64MiB", "--max-output", "1KiB", "--max-code", "2KiB"},
+			want: Limits{Timeout: 5 * time.Second, Memory: 64 << 20, MaxOutput: 1 << 10, MaxCode: 2 << 10}},
+		{name: "environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s", "CAPSULE_MEMORY": "32MiB"},
+			want: Limits{Timeout: 2 * time.Second, Memory: 32 << 20, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
+		{name: "flag beats environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s"}, args: []string{"--timeout", "9s"},
+			want: Limits{Timeout: 9 * time.Second, Memory: DefaultLimits.Memory, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
+		{name: "bad environment names its variable", env: map[string]string{"CAPSULE_MEMORY": "lots"}, wantErr: "CAPSULE_MEMORY"},
+		{name: "bad flag", args: []string{"--timeout", "-1s"}, wantErr: "invalid duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cfg := DefaultConfig()
+			e := NewEnvFlags(fs)
+			cfg.RegisterFlags(e)
+			err := e.Parse(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Limits != tt.want {
+				t.Fatalf("limits %+v, want %+v", cfg.Limits, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+// Package supervisor is capsule's server side: the MCP tools, and the
+// workers that run each call in a fresh, locked-down process.
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"capsule/ipc"
+	"capsule/runtimes"
+	"capsule/supervisor/isolation"
+)
+
+// readyTimeout bounds a worker's start-up: compiling a module into an empty
+// cache takes a few seconds; anything far beyond that is a hung worker.
+const readyTimeout = 60 * time.Second
+
+// killGrace is how long past the deadline the supervisor waits for the
+// worker's own timeout answer before killing it.
+const killGrace = 500 * time.Millisecond
+
+// Supervisor runs executions in worker processes.
+type Supervisor struct {
+	cfg        Config
+	log        hclog.Logger
+	executable string
+	slots      chan struct{}
+	spawner    *isolation.Spawner
+	isolation  isolation.Options
+	nextID     atomic.Uint64
+}
+
+// New returns a Supervisor that starts workers from executable (normally
+// /proc/self/exe).
+func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.CacheDir != "" {
+		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating compilation cache %s: %w", cfg.CacheDir, err)
+		}
+	}
+	return &Supervisor{
+		cfg:        cfg,
+		log:        log,
+		executable: executable,
+		slots:      make(chan struct{}, cfg.MaxConcurrency),
+		spawner:    isolation.NewSpawner(),
+		isolation:  cfg.Isolation,
+	}, nil
+}
+
+// Config returns the supervisor's configuration.
+func (s *Supervisor) Config() Config { return s.cfg }
+
+// Close stops the supervisor's helper thread. Running executions are not
+// waited for.
+func (s *Supervisor) Close() { s.spawner.Close() }
+
+func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {
+	attr, _ := isolation.SysProcAttr(s.isolation)
+	return attr
+}
+
+// maxFrame is the largest frame accepted from a worker: an output chunk is
+// far smaller, and the worker bounds its Done frame's result and error to
+// the output limit each.
+func (s *Supervisor) maxFrame() int {
+	return 3*int(s.cfg.Limits.MaxOutput) + 64<<10
+}
+
+// Request is one execution asked of the supervisor.
+type Request struct {
+	Language string
+	Code     string
+	// Inputs is an optional JSON object given to the code as `inputs`.
+	Inputs json.RawMessage
+	// Timeout overrides the configured timeout when positive and smaller.
+	Timeout time.Duration
+}
+
+// Execute runs req in a fresh worker and reports how it went. It never
+// returns an error: whatever happens is described in the Answer.
+func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
+	start := time.Now()
+	id := s.nextID.Add(1)
+	timeout := s.cfg.Limits.Timeout
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
+	a := s.execute(ctx, req, timeout)
+	a.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	s.logExecution(id, req, a)
+	return a
+}
+
+func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Duration) *Answer {
+	if n := len(req.Code); int64(n) > int64(s.cfg.Limits.MaxCode) {
+		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
+			fmt.Sprintf("code_size: the code is %d bytes, over the %s limit", n, s.cfg.Limits.MaxCode))
+	}
+	if !utf8.ValidString(req.Code) {
+		return errorAnswer("InvalidCode", "the code is not valid UTF-8")
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return errorAnswer("Cancelled", "the call was cancelled while waiting for a free worker")
+	}
+	defer func() { <-s.slots }()
+
+	p, err := s.acquireWorker(ctx, req.Language)
+	if err != nil {
+		return errorAnswer("WorkerError", fmt.Sprintf("%s: could not start a worker: %v", req.Language, err))
+	}
+	defer p.close()
+	return s.run(ctx, p, req, timeout)
+}
+
+// acquireWorker returns a worker for language that is ready for its request.
+//
+// This is where a pool of ready workers goes: today every call starts its
+// own worker and waits for it to get ready.
+func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*process, error) {
+	p, err := s.startProcess(language)
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go func() { ready <- p.awaitReady() }()
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-ready:
+	case <-timer.C:
+		err = fmt.Errorf("worker not ready after %s", readyTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		p.close()
+		if tail := p.stderr.String(); tail != "" {
+			s.log.Debug("worker stderr", "language", language, "stderr", tail)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// run sends the request to a ready worker and collects its answer, killing
+// it at the deadline or when ctx is cancelled.
+func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout time.Duration) *Answer {
+	col := newCollector(int64(s.cfg.Limits.MaxOutput))
+	if err := p.out.WriteJSON(ipc.TypeRequest, ipc.Request{
+		Code:      req.Code,
+		Inputs:    req.Inputs,
+		TimeoutMS: timeout.Milliseconds(),
+	}); err != nil {
+		return col.answer(nil, fmt.Errorf("sending the request: %w", p.describeEnd(err)))
+	}
+	done := make(chan struct{})
+	var result *ipc.Done
+	var readErr error
+	go func() {
+		defer close(done)
+		result, readErr = col.read(p.in)
+	}()
+
+	deadline := time.NewTimer(timeout + killGrace)
+	defer deadline.Stop()
+	select {
+	case <-done:
+		if readErr != nil {
+			// A malformed frame or a crash: make sure it is dead, then
+			// say what happened.
+			if !errors.Is(readErr, errWorkerEnded) {
+				p.kill()
+			}
+			readErr = p.describeEnd(readErr)
+		}
+		return col.answer(result, readErr)
+	case <-deadline.C:
+		p.kill()
+		<-done
+		o := runtimes.TimeoutOutcome(timeout)
+		return col.answer(&ipc.Done{Error: o.Error, Limit: o.Limit}, nil)
+	case <-ctx.Done():
+		p.kill()
+		<-done
+		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
+	}
+}
+
+// logExecution writes the one log line every execution gets. The code
+// itself is logged only at trace level; its hash identifies it otherwise.
+func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
+	sum := sha256.Sum256([]byte(req.Code))
+	outcome := "ok"
+	switch {
+	case a.Limit != nil:
+		outcome = "limit"
+	case a.Error != nil:
+		outcome = "error"
+	}
+	args := []any{
+		"id", id,
+		"language", req.Language,
+		"code_sha256", hex.EncodeToString(sum[:]),
+		"duration_ms", a.DurationMS,
+		"outcome", outcome,
+	}
+	if a.Limit != nil {
+		args = append(args, "limit", *a.Limit)
+	}
+	if a.Error != nil {
+		args = append(args, "error_type", a.Error.Type)
+	}
+	if s.log.IsTrace() {
+		args = append(args, "code", req.Code)
+	}
+	s.log.Info("execution", args...)
+}

@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"capsule/runtimes"
+)
+
+// outputSchema describes Answer, the structuredContent of both tools.
+const outputSchema = `{
+  "type": "object",
+  "properties": {
+    "stdout": {"type": "string", "description": "What the code printed to standard output (up to the output limit)."},
+    "stderr": {"type": "string", "description": "What the code printed to standard error (up to the output limit)."},
+    "result": {"description": "The value of the last top-level expression: the JSON value when it is JSON-serialisable, else its repr/string form as a string; null when there is none."},
+    "error": {
+      "type": ["object", "null"],
+      "description": "Null, or the uncaught exception / syntax error / limit.",
+      "properties": {
+        "type": {"type": "string"},
+        "message": {"type": "string"},
+        "traceback": {"type": "string"}
+      },
+      "required": ["type", "message", "traceback"]
+    },
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", null], "description": "The limit that was hit, if any."},
+    "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
+    "stdout_truncated": {"type": "boolean"},
+    "stderr_truncated": {"type": "boolean"}
+  },
+  "required": ["stdout", "stderr", "result", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
+}`
+
+// language describes one tool: its name and how its description reads.
+type language struct {
+	name  string // runtimes.Python, runtimes.JavaScript
+	tool  string
+	title string
+	about string // what runs, stated first in the description
+}
+
+var languages = []language{
+	{
+		name:  runtimes.Python,
+		tool:  "execute_python",
+		title: "Run Python",
+		about: "Runs Python 3.11 code (CPython, standard library only: no numpy, no pandas, no pip installs) " +
+			"as a fresh script. stdout, stderr and the value of the last expression (like a notebook cell; " +
+			"JSON when serialisable, else repr) come back.",
+	},
+}
+
+// NewMCPServer returns the MCP server with capsule's tools, backed by s.
+func NewMCPServer(s *Supervisor) *server.MCPServer {
+	srv := server.NewMCPServer("capsule", Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+	)
+	for _, l := range languages {
+		srv.AddTool(s.tool(l), s.handler(l.name))
+	}
+	return srv
+}
+
+func (s *Supervisor) tool(l language) mcp.Tool {
+	lim := s.cfg.Limits
+	desc := fmt.Sprintf("%s There is no file system and no network, and nothing is kept between calls: "+
+		"pass earlier results in the code. Limits per call: %s wall time, %s memory, %s each of stdout "+
+		"and stderr (the rest is dropped), %s of code.",
+		l.about, lim.Timeout, lim.Memory, lim.MaxOutput, lim.MaxCode)
+	return mcp.NewTool(l.tool,
+		mcp.WithDescription(desc),
+		mcp.WithToolTitle(l.title),
+		mcp.WithString("code", mcp.Required(), mcp.Description("The source code to run.")),
+		mcp.WithRawOutputSchema(json.RawMessage(outputSchema)),
+	)
+}
+
+// Arguments are a tool call's validated arguments.
+type Arguments struct {
+	Code string
+}
+
+// ParseArguments validates a tool call's arguments as the client sent them.
+// It never panics, whatever the shape of raw.
+func ParseArguments(raw any) (Arguments, error) {
+	if b, ok := raw.(json.RawMessage); ok {
+		raw = nil
+		if len(b) > 0 {
+			if err := json.Unmarshal(b, &raw); err != nil {
+				return Arguments{}, fmt.Errorf("arguments are not valid JSON: %v", err)
+			}
+		}
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return Arguments{}, fmt.Errorf("arguments must be an object with a string field \"code\"")
+	}
+	v, ok := m["code"]
+	if !ok {
+		return Arguments{}, fmt.Errorf("missing required argument \"code\" (the source code to run, as a string)")
+	}
+	code, ok := v.(string)
+	if !ok {
+		return Arguments{}, fmt.Errorf("argument \"code\" must be a string, got %s", jsonType(v))
+	}
+	for k := range m {
+		if k != "code" {
+			return Arguments{}, fmt.Errorf("unknown argument %q: the only argument is \"code\"", k)
+		}
+	}
+	return Arguments{Code: code}, nil
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := ParseArguments(req.GetRawArguments())
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		a := s.Execute(ctx, Request{Language: lang, Code: args.Code})
+		res := mcp.NewToolResultStructured(a, a.Text())
+		res.IsError = a.IsError()
+		return res, nil
+	}
+}

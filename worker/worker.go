@@ -1,0 +1,197 @@
+// Package worker is the child side of capsule: a short-lived process that
+// loads one language's module, locks itself down, prepares an interpreter,
+// and then runs exactly one piece of untrusted code.
+//
+// The worker is the same binary as the supervisor, started as `capsule
+// worker` with its ipc pipes on file descriptors 3 (from the supervisor) and
+// 4 (to the supervisor). Its stdin and stdout are not used; its stderr is
+// read by the supervisor for diagnostics.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"capsule/ipc"
+	"capsule/runtimes"
+)
+
+// File descriptors of the ipc pipes, as arranged by the supervisor through
+// exec.Cmd.ExtraFiles.
+const (
+	fdFromSupervisor = 3
+	fdToSupervisor   = 4
+)
+
+// maxRequestFrame bounds what the worker reads from the supervisor. The
+// supervisor is trusted and enforces the real code-size limit; this only
+// keeps a broken peer from making the worker allocate without bound.
+const maxRequestFrame = 256 << 20
+
+// ErrNotStartedBySupervisor is returned when the worker's ipc pipes are
+// missing, which means someone ran `capsule worker` by hand.
+var ErrNotStartedBySupervisor = errors.New("capsule worker is started by capsule itself (serve or exec) and needs its ipc pipes on file descriptors 3 and 4; run `capsule exec` to try code by hand")
+
+// Main runs the worker. It returns the process exit status.
+func Main() int {
+	if !isPipe(fdFromSupervisor) || !isPipe(fdToSupervisor) {
+		fmt.Fprintln(os.Stderr, ErrNotStartedBySupervisor)
+		return 2
+	}
+	in := os.NewFile(fdFromSupervisor, "ipc-from-supervisor")
+	out := os.NewFile(fdToSupervisor, "ipc-to-supervisor")
+	if err := run(ipc.NewReader(in, maxRequestFrame), ipc.NewWriter(out)); err != nil {
+		fmt.Fprintln(os.Stderr, "capsule worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func isPipe(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO
+}
+
+// run is one worker's whole life: setup, lockdown, ready, one request, done.
+func run(in *ipc.Reader, out *ipc.Writer) error {
+	ctx := context.Background()
+	var setup ipc.Setup
+	if err := readJSON(in, ipc.TypeSetup, &setup); err != nil {
+		return err
+	}
+	inst, stdout, stderr, err := prepare(ctx, &setup, out)
+	if err != nil {
+		// Tell the supervisor why; it turns this into the tool's answer.
+		_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
+		return err
+	}
+	if err := out.WriteJSON(ipc.TypeReady, ipc.Ready{Protocol: ipc.ProtocolVersion}); err != nil {
+		return err
+	}
+
+	var req ipc.Request
+	if err := readJSON(in, ipc.TypeRequest, &req); err != nil {
+		return err
+	}
+	injectFault(req.Code, out)
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if req.TimeoutMS <= 0 || req.TimeoutMS > setup.MaxTimeoutMS {
+		timeout = time.Duration(setup.MaxTimeoutMS) * time.Millisecond
+	}
+
+	var once sync.Once
+	finish := func(o runtimes.Outcome) error {
+		var err error
+		once.Do(func() {
+			// Flush output before Done: the supervisor stops reading at Done.
+			err = errors.Join(stdout.flush(), stderr.flush())
+			o = bound(o, setup.MaxOutput)
+			done := ipc.Done{
+				Result:        o.Result,
+				Error:         o.Error,
+				Limit:         o.Limit,
+				ExitCode:      o.ExitCode,
+				StdoutDropped: stdout.droppedBytes(),
+				StderrDropped: stderr.droppedBytes(),
+			}
+			err = errors.Join(err, out.WriteJSON(ipc.TypeDone, done))
+		})
+		return err
+	}
+
+	// A runtime that cannot interrupt its guest (CPython has no hook for
+	// it) is stopped here: answer with what was printed, then exit, which
+	// ends the guest mid-instruction. The supervisor's kill is the backstop
+	// should this process be unable to even do that.
+	timer := time.AfterFunc(timeout, func() {
+		_ = finish(runtimes.TimeoutOutcome(timeout))
+		os.Exit(0)
+	})
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs})
+	cancel()
+	timer.Stop()
+	return finish(o)
+}
+
+// bound keeps an outcome within the output limit, so that a huge result or
+// exception message cannot make a frame the supervisor will refuse.
+func bound(o runtimes.Outcome, max int64) runtimes.Outcome {
+	if n := len(o.Result); int64(n) > max && o.Limit == "" {
+		o.Result = nil
+		o.Limit = runtimes.LimitOutput
+		o.Error = &runtimes.ErrorInfo{
+			Type:    "OutputLimitError",
+			Message: fmt.Sprintf("output: the result is %d bytes as JSON, over the %s limit; print part of it instead", n, runtimes.FormatBytes(max)),
+		}
+	}
+	if o.Error != nil {
+		e := *o.Error
+		e.Type = truncate(e.Type, 256)
+		e.Message = truncate(e.Message, int(max))
+		e.Traceback = truncate(e.Traceback, int(max))
+		o.Error = &e
+	}
+	return o
+}
+
+// truncate cuts s to at most n bytes at a character boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("... [%d bytes cut]", len(s)-n)
+}
+
+// prepare loads the module, applies the lockdown and starts the
+// interpreter, in that order: compilation needs executable memory, which
+// the lockdown forbids, and the interpreter's start-up is trusted code that
+// may as well run under the filter it will live with.
+func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.Instance, *stream, *stream, error) {
+	if err := setup.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	engine, err := Compile(ctx, setup.Language, runtimes.Config{
+		MemoryLimitBytes: setup.MemoryBytes,
+		CacheDir:         setup.CacheDir,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := harden(setup); err != nil {
+		return nil, nil, nil, fmt.Errorf("lockdown: %w", err)
+	}
+	stdout := newStream(out, ipc.TypeStdout, setup.MaxOutput)
+	stderr := newStream(out, ipc.TypeStderr, setup.MaxOutput)
+	inst, err := engine.Prepare(ctx, runtimes.Streams{Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: starting the interpreter: %w", setup.Language, err)
+	}
+	return inst, stdout, stderr, nil
+}
+
+// readJSON reads the next frame, which must be of type want.
+func readJSON(in *ipc.Reader, want ipc.Type, v any) error {
+	f, err := in.Next()
+	if err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("supervisor closed the pipe before the %s frame", want)
+		}
+		return err
+	}
+	if f.Type != want {
+		return fmt.Errorf("expected a %s frame, got %s", want, f.Type)
+	}
+	return ipc.DecodeJSON(f, v)
+}
