@@ -77,8 +77,8 @@ func TestCollector(t *testing.T) {
 			stdout: "a\uFFFDb",
 		},
 		{
-			name: "worker-reported drops count",
-			max:  100,
+			name:   "worker-reported drops count",
+			max:    100,
 			frames: []func(*ipc.Writer) error{out("x"), done(ipc.Done{StderrDropped: 10})},
 			stdout: "x", limit: "output", isError: true, truncated: true,
 			text: []string{"[stderr truncated: 10 bytes dropped]"},

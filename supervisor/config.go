@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
+
+	"capsule/runtimes"
+	"capsule/supervisor/isolation"
 )
 
 // Limits bound every execution. The defaults are documented in the README
@@ -38,6 +42,19 @@ type Config struct {
 	MaxConcurrency int
 	// CacheDir holds wazero's compilation cache. Empty disables it.
 	CacheDir string
+	// Pool is how many ready workers to keep per language; 0 disables the
+	// pool for that language.
+	Pool map[string]int
+	// PoolIdle is how long a ready worker may wait before it is recycled.
+	PoolIdle time.Duration
+	// Isolation says which unprivileged ids workers get in their user
+	// namespace.
+	Isolation isolation.Options
+	// RequireHardening makes any missing OS hardening layer fatal at start.
+	RequireHardening bool
+	// Prewarm starts the pools (and so fills the compilation cache) when
+	// the supervisor starts. One-shot commands such as exec leave it off.
+	Prewarm bool
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -46,6 +63,9 @@ func DefaultConfig() Config {
 		Limits:         DefaultLimits,
 		MaxConcurrency: runtime.NumCPU(),
 		CacheDir:       DefaultCacheDir(),
+		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
+		PoolIdle:       time.Minute,
+		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID},
 	}
 }
 
@@ -79,22 +99,47 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
-// positiveInt is a flag.Value for an integer >= 1.
-type positiveInt struct{ n *int }
+// intValue is a flag.Value for an integer of at least min.
+type intValue struct {
+	n   *int
+	min int
+}
 
-func (v positiveInt) String() string {
+func (v intValue) String() string {
 	if v.n == nil {
 		return ""
 	}
 	return fmt.Sprint(*v.n)
 }
 
-func (v positiveInt) Set(s string) error {
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil || n < 1 || fmt.Sprint(n) != strings.TrimSpace(s) {
-		return fmt.Errorf("invalid count %q: want a whole number of at least 1", s)
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < v.min {
+		return fmt.Errorf("invalid count %q: want a whole number of at least %d", s, v.min)
 	}
 	*v.n = n
+	return nil
+}
+
+// poolValue is a flag.Value for one language's pool size.
+type poolValue struct {
+	pool     map[string]int
+	language string
+}
+
+func (v poolValue) String() string {
+	if v.pool == nil {
+		return ""
+	}
+	return fmt.Sprint(v.pool[v.language])
+}
+
+func (v poolValue) Set(s string) error {
+	n := 0
+	if err := (intValue{&n, 0}).Set(s); err != nil {
+		return err
+	}
+	v.pool[v.language] = n
 	return nil
 }
 
@@ -144,7 +189,13 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
-	e.Var(positiveInt{&c.MaxConcurrency}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once; more wait their turn (default: number of CPUs)")
+	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once; more wait their turn (default: number of CPUs)")
+	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")
+	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "ready JavaScript workers kept waiting; 0 disables the pool")
+	e.Var(intValue{&c.Isolation.UID, 1}, "worker-uid", "CAPSULE_WORKER_UID", "unprivileged uid of a worker inside its user namespace")
+	e.Var(intValue{&c.Isolation.GID, 1}, "worker-gid", "CAPSULE_WORKER_GID", "unprivileged gid of a worker inside its user namespace")
+	e.Var(boolValue{&c.RequireHardening}, "require-hardening", "CAPSULE_REQUIRE_HARDENING", "refuse to start when any OS hardening layer is unavailable")
+	e.Var(durationValue{&c.PoolIdle}, "pool-idle", "CAPSULE_POOL_IDLE", "how long a ready worker waits before it is recycled")
 }
 
 // Validate checks that the limits make sense together.
@@ -160,3 +211,44 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// boolValue is a flag.Value for a boolean that also reads 1/0, yes/no, on/off.
+type boolValue struct{ b *bool }
+
+func (v boolValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.b)
+}
+
+// IsBoolFlag lets the flag be given without a value.
+func (v boolValue) IsBoolFlag() bool { return true }
+
+func (v boolValue) Set(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		*v.b = true
+	case "0", "false", "no", "off", "":
+		*v.b = false
+	default:
+		return fmt.Errorf("invalid boolean %q: want true or false", s)
+	}
+	return nil
+}
+
+// StringValue is a flag.Value for a plain string.
+type StringValue struct{ S *string }
+
+func (v StringValue) String() string {
+	if v.S == nil {
+		return ""
+	}
+	return *v.S
+}
+
+// Set implements flag.Value.
+func (v StringValue) Set(s string) error { *v.S = s; return nil }
+
+// BoolValue returns a flag.Value for b (true/false, 1/0, yes/no, on/off).
+func BoolValue(b *bool) flag.Value { return boolValue{b} }

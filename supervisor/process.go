@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,8 +115,25 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 	return p, nil
 }
 
-// awaitReady reads the worker's answer to Setup.
-func (p *process) awaitReady() error {
+// awaitReady waits for the worker's answer to Setup: Ready, or Failure
+// with the reason. It gives up after timeout or when ctx ends; the caller
+// closes the process on error.
+func (p *process) awaitReady(ctx context.Context, timeout time.Duration) error {
+	ready := make(chan error, 1)
+	go func() { ready <- p.readReady() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-ready:
+		return err
+	case <-timer.C:
+		return fmt.Errorf("worker not ready after %s", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *process) readReady() error {
 	f, err := p.in.Next()
 	if err != nil {
 		return fmt.Errorf("worker did not get ready: %w", p.describeEnd(err))

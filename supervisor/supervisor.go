@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/supervisor/isolation"
+	"capsule/worker/lockdown"
 )
 
 // readyTimeout bounds a worker's start-up: compiling a module into an empty
@@ -39,6 +41,8 @@ type Supervisor struct {
 	spawner    *isolation.Spawner
 	isolation  isolation.Options
 	nextID     atomic.Uint64
+	// pools holds the ready workers per language; nil without Prewarm.
+	pools map[string]*pool
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -52,22 +56,57 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 			return nil, fmt.Errorf("creating compilation cache %s: %w", cfg.CacheDir, err)
 		}
 	}
-	return &Supervisor{
+	if err := checkHardening(cfg, log); err != nil {
+		return nil, err
+	}
+	s := &Supervisor{
 		cfg:        cfg,
 		log:        log,
 		executable: executable,
 		slots:      make(chan struct{}, cfg.MaxConcurrency),
 		spawner:    isolation.NewSpawner(),
 		isolation:  cfg.Isolation,
-	}, nil
+		pools:      map[string]*pool{},
+	}
+	if cfg.Prewarm {
+		// Each language's first pooled worker compiles its module into
+		// the cache, in parallel with the first calls.
+		for _, l := range languages {
+			s.pools[l.name] = newPool(s, l.name, cfg.Pool[l.name], cfg.PoolIdle)
+		}
+	}
+	return s, nil
 }
 
 // Config returns the supervisor's configuration.
 func (s *Supervisor) Config() Config { return s.cfg }
 
-// Close stops the supervisor's helper thread. Running executions are not
-// waited for.
-func (s *Supervisor) Close() { s.spawner.Close() }
+// Close kills the pooled workers and stops the supervisor's helper thread.
+// Running executions are not waited for.
+func (s *Supervisor) Close() {
+	for _, pl := range s.pools {
+		pl.close()
+	}
+	s.spawner.Close()
+}
+
+// checkHardening logs one warning naming the OS hardening layers this
+// machine cannot give workers, or refuses to start when they are required.
+func checkHardening(cfg Config, log hclog.Logger) error {
+	_, iso := isolation.SysProcAttr(cfg.Isolation)
+	lock := lockdown.Probe()
+	missing := append(iso.Missing(), lock.Missing()...)
+	if len(missing) == 0 {
+		return nil
+	}
+	reasons := iso.String() + "; " + lock.String()
+	if cfg.RequireHardening {
+		return fmt.Errorf("hardening required but unavailable: %s (%s)", strings.Join(missing, ", "), reasons)
+	}
+	log.Warn("running without some OS hardening layers; --require-hardening makes this fatal",
+		"missing", strings.Join(missing, ", "), "details", reasons)
+	return nil
+}
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {
 	attr, _ := isolation.SysProcAttr(s.isolation)
@@ -129,27 +168,25 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	return s.run(ctx, p, req, timeout)
 }
 
-// acquireWorker returns a worker for language that is ready for its request.
-//
-// This is where a pool of ready workers goes: today every call starts its
-// own worker and waits for it to get ready.
+// acquireWorker returns a worker for language that is ready for its
+// request: one from the pool when one is ready, else a new one.
 func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*process, error) {
+	if pl := s.pools[language]; pl != nil {
+		if p := pl.take(); p != nil {
+			return p, nil
+		}
+		// Until the first worker has filled the compilation cache, a new
+		// worker would compile the module again: wait for it instead.
+		pl.waitWarm(ctx)
+		if p := pl.take(); p != nil {
+			return p, nil
+		}
+	}
 	p, err := s.startProcess(language)
 	if err != nil {
 		return nil, err
 	}
-	ready := make(chan error, 1)
-	go func() { ready <- p.awaitReady() }()
-	timer := time.NewTimer(readyTimeout)
-	defer timer.Stop()
-	select {
-	case err = <-ready:
-	case <-timer.C:
-		err = fmt.Errorf("worker not ready after %s", readyTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := p.awaitReady(ctx, readyTimeout); err != nil {
 		p.close()
 		if tail := p.stderr.String(); tail != "" {
 			s.log.Debug("worker stderr", "language", language, "stderr", tail)

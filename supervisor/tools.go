@@ -53,6 +53,16 @@ var languages = []language{
 			"as a fresh script. stdout, stderr and the value of the last expression (like a notebook cell; " +
 			"JSON when serialisable, else repr) come back.",
 	},
+	{
+		name:  runtimes.JavaScript,
+		tool:  "execute_javascript",
+		title: "Run JavaScript",
+		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh script in global scope; top-level await works. " +
+			"console.log/info/debug write to stdout, console.error/warn to stderr; setTimeout, setInterval, " +
+			"queueMicrotask work. No Node or browser APIs beyond console and timers (no require, process, fetch, " +
+			"no module imports). stdout, stderr and the value of the last expression (JSON when serialisable, " +
+			"else its string form; a promise is awaited) come back.",
+	},
 }
 
 // NewMCPServer returns the MCP server with capsule's tools, backed by s.

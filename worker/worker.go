@@ -170,7 +170,7 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.I
 		return nil, nil, nil, err
 	}
 	if err := harden(setup); err != nil {
-		return nil, nil, nil, fmt.Errorf("lockdown: %w", err)
+		return nil, nil, nil, err
 	}
 	stdout := newStream(out, ipc.TypeStdout, setup.MaxOutput)
 	stderr := newStream(out, ipc.TypeStderr, setup.MaxOutput)

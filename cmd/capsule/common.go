@@ -32,8 +32,8 @@ func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
 	c.cfg = supervisor.DefaultConfig()
 	c.cfg.RegisterFlags(e)
 	c.logLevel = "info"
-	e.Var(stringValue{&c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
-	e.Var(boolValue{&c.logJSON}, "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
+	e.Var(supervisor.StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
+	e.Var(supervisor.BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
 }
 
 // parse parses args and reports whether the command should go on, and
@@ -71,35 +71,4 @@ func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, e
 		exe = "/proc/self/exe"
 	}
 	return supervisor.New(c.cfg, log, exe)
-}
-
-type stringValue struct{ s *string }
-
-func (v stringValue) String() string {
-	if v.s == nil {
-		return ""
-	}
-	return *v.s
-}
-func (v stringValue) Set(s string) error { *v.s = s; return nil }
-
-type boolValue struct{ b *bool }
-
-func (v boolValue) String() string {
-	if v.b == nil {
-		return "false"
-	}
-	return fmt.Sprint(*v.b)
-}
-func (v boolValue) IsBoolFlag() bool { return true }
-func (v boolValue) Set(s string) error {
-	switch s {
-	case "1", "true", "yes", "on":
-		*v.b = true
-	case "0", "false", "no", "off", "":
-		*v.b = false
-	default:
-		return fmt.Errorf("invalid boolean %q", s)
-	}
-	return nil
 }

@@ -60,7 +60,7 @@ type structured struct {
 }
 
 // server is a running `capsule serve` with a connected client.
-type server struct {
+type testServer struct {
 	c      *client.Client
 	stderr *syncBuffer
 }
@@ -86,7 +86,7 @@ func (b *syncBuffer) String() string {
 
 // startServer starts `capsule serve` with extra flags and initialises an
 // MCP session with it. The server is stopped when the test ends.
-func startServer(t testing.TB, flags ...string) *server {
+func startServer(t testing.TB, flags ...string) *testServer {
 	t.Helper()
 	stderr := newSyncBuffer()
 	args := append([]string{"serve"}, flags...)
@@ -109,11 +109,11 @@ func startServer(t testing.TB, flags ...string) *server {
 			t.Logf("server stderr:\n%s", stderr.String())
 		}
 	})
-	return &server{c: c, stderr: stderr}
+	return &testServer{c: c, stderr: stderr}
 }
 
 // call invokes tool with arguments and decodes the structured answer.
-func (s *server) callArgs(t testing.TB, tool string, args any) (*mcp.CallToolResult, structured) {
+func (s *testServer) callArgs(t testing.TB, tool string, args any) (*mcp.CallToolResult, structured) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -139,7 +139,7 @@ func (s *server) callArgs(t testing.TB, tool string, args any) (*mcp.CallToolRes
 	return res, st
 }
 
-func (s *server) call(t testing.TB, tool, code string) (*mcp.CallToolResult, structured) {
+func (s *testServer) call(t testing.TB, tool, code string) (*mcp.CallToolResult, structured) {
 	t.Helper()
 	return s.callArgs(t, tool, map[string]any{"code": code})
 }

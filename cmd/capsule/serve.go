@@ -21,6 +21,7 @@ func serve(args []string) int {
 		return status
 	}
 	logger := c.logger("capsule")
+	c.cfg.Prewarm = true
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
 		logger.Error("cannot start", "error", err)

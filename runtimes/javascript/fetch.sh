@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Fetches the pinned QuickJS-NG wasm build from npm, checks it, rewrites it
+# to own its memory (internal/ownmemory) and leaves in dist/:
+#   quickjs.wasm           the module the Go package embeds
+#   emscripten-module.cjs  the package's glue, for the name-map test
+#   VERSION                package and QuickJS-NG versions
+# Run it from anywhere; it is quick when dist/ is already right. The tarball
+# is cached in ${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/javascript.
+set -euo pipefail
+
+PKG=@jitl/quickjs-ng-wasmfile-release-sync
+PKG_VERSION=0.32.0
+TARBALL=jitl-quickjs-ng-wasmfile-release-sync-$PKG_VERSION.tgz
+TARBALL_SHA256=feb879d9c539f03717afe939d798defc40632642e91eccccbcabe54fafbe0025
+# The rewritten module: the rewrite is deterministic, so this pins its output.
+WASM_SHA256=17be58d4bb9a65434b73fcee2c5a7a32feb8eb293df19b4103fcda2924307a3f
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dist=$here/dist
+cache=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/javascript
+
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
+
+if [[ -f $dist/VERSION && -f $dist/emscripten-module.cjs && -f $dist/quickjs.wasm ]] &&
+	grep -qx "quickjs-ng-wasmfile=$PKG_VERSION" "$dist/VERSION" &&
+	[[ $(sha256 "$dist/quickjs.wasm") == "$WASM_SHA256" ]]; then
+	exit 0
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mkdir -p "$cache"
+if [[ ! -f $cache/$TARBALL || $(sha256 "$cache/$TARBALL") != "$TARBALL_SHA256" ]]; then
+	echo "javascript: fetching $PKG@$PKG_VERSION" >&2
+	(cd "$tmp" && npm pack --silent "$PKG@$PKG_VERSION" >/dev/null)
+	got=$(sha256 "$tmp/$TARBALL")
+	if [[ $got != "$TARBALL_SHA256" ]]; then
+		echo "javascript: $TARBALL has SHA-256 $got, want $TARBALL_SHA256" >&2
+		exit 1
+	fi
+	mv "$tmp/$TARBALL" "$cache/$TARBALL"
+fi
+
+tar -xzf "$cache/$TARBALL" -C "$tmp" package/dist/emscripten-module.wasm package/dist/emscripten-module.cjs package/README.md
+quickjs=$(sed -n 's/^Version \[v\([0-9][0-9.]*\)\].*/\1/p' "$tmp/package/README.md" | head -n1)
+if [[ -z $quickjs ]]; then
+	echo "javascript: no QuickJS-NG version in the package README" >&2
+	exit 1
+fi
+
+(cd "$repo" && go run ./runtimes/javascript/internal/ownmemory \
+	-in "$tmp/package/dist/emscripten-module.wasm" -out "$tmp/quickjs.wasm")
+got=$(sha256 "$tmp/quickjs.wasm")
+if [[ $got != "$WASM_SHA256" ]]; then
+	echo "javascript: rewritten quickjs.wasm has SHA-256 $got, want $WASM_SHA256" >&2
+	exit 1
+fi
+
+mkdir -p "$dist"
+cp "$tmp/package/dist/emscripten-module.cjs" "$dist/emscripten-module.cjs"
+printf 'quickjs-ng-wasmfile=%s\nquickjs-ng=%s\n' "$PKG_VERSION" "$quickjs" >"$dist/VERSION.tmp"
+mv "$tmp/quickjs.wasm" "$dist/quickjs.wasm"
+mv "$dist/VERSION.tmp" "$dist/VERSION"
+echo "javascript: dist/ ready (QuickJS-NG $quickjs)" >&2

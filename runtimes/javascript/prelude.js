@@ -1,0 +1,722 @@
+// The prelude is evaluated once per instance by Prepare, before any user
+// code, as a global script whose value is this function. Prepare calls it
+// with the host functions and keeps the object it returns, whose methods
+// Run calls. Everything it needs from the standard library is captured here
+// first, so that user code that replaces a built-in (Array.prototype.join,
+// JSON.stringify, ...) changes its own behaviour but cannot break console
+// output, timers or result rendering.
+//
+// host.write(fd, text, nul) writes text (and a NUL byte when nul is true:
+// the host reads C strings, so text never contains one) to stdout (1) or
+// stderr (2); host.schedule(id, ms) arms timer id; host.cancel(id) disarms it.
+(function (host) {
+  'use strict';
+
+  const hostWrite = host.write;
+  const hostSchedule = host.schedule;
+  const hostCancel = host.cancel;
+
+  const apply = Reflect.apply;
+  const uncurry = (fn) => (self, ...args) => apply(fn, self, args);
+  const ObjectProto = Object.prototype;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const getOwnPropertySymbols = Object.getOwnPropertySymbols;
+  const defineProperty = Object.defineProperty;
+  const objectKeys = Object.keys;
+  const isArray = Array.isArray;
+  const isView = ArrayBuffer.isView;
+  const jsonStringify = JSON.stringify;
+  const jsonParse = JSON.parse;
+  const MathMin = Math.min;
+  const MathMax = Math.max;
+  const MathSqrt = Math.sqrt;
+  const MathRound = Math.round;
+  const MathFloor = Math.floor;
+  const NumberIsFinite = Number.isFinite;
+  const StringCtor = String;
+  const NumberCtor = Number;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const hasOwn = uncurry(ObjectProto.hasOwnProperty);
+  const propertyIsEnumerable = uncurry(ObjectProto.propertyIsEnumerable);
+  const objectToString = uncurry(ObjectProto.toString);
+  const functionToString = uncurry(Function.prototype.toString);
+  const symbolToString = uncurry(Symbol.prototype.toString);
+  const errorToString = uncurry(Error.prototype.toString);
+  const regexpToString = uncurry(RegExp.prototype.toString);
+  const regexpTest = uncurry(RegExp.prototype.test);
+  const dateToISOString = uncurry(Date.prototype.toISOString);
+  const dateGetTime = uncurry(Date.prototype.getTime);
+  const numberValueOf = uncurry(Number.prototype.valueOf);
+  const stringValueOf = uncurry(String.prototype.valueOf);
+  const booleanValueOf = uncurry(Boolean.prototype.valueOf);
+  const bigintValueOf = uncurry(BigInt.prototype.valueOf);
+  const symbolValueOf = uncurry(Symbol.prototype.valueOf);
+  const join = uncurry(Array.prototype.join);
+  const push = uncurry(Array.prototype.push);
+  const pop = uncurry(Array.prototype.pop);
+  const includes = uncurry(Array.prototype.includes);
+  const indexOf = uncurry(Array.prototype.indexOf);
+  const split = uncurry(String.prototype.split);
+  const slice = uncurry(String.prototype.slice);
+  const repeat = uncurry(String.prototype.repeat);
+  const padStart = uncurry(String.prototype.padStart);
+  const padEnd = uncurry(String.prototype.padEnd);
+  const strIncludes = uncurry(String.prototype.includes);
+  const charCodeAt = uncurry(String.prototype.charCodeAt);
+  const replace = uncurry(String.prototype.replace);
+  const trimEnd = uncurry(String.prototype.trimEnd);
+  const startsWith = uncurry(String.prototype.startsWith);
+  const mapSize = uncurry(getOwnPropertyDescriptor(Map.prototype, 'size').get);
+  const setSize = uncurry(getOwnPropertyDescriptor(Set.prototype, 'size').get);
+  const mapEntries = uncurry(Map.prototype.entries);
+  const setValues = uncurry(Set.prototype.values);
+  const mapGet = uncurry(Map.prototype.get);
+  const mapSet = uncurry(Map.prototype.set);
+  const mapHas = uncurry(Map.prototype.has);
+  const mapDelete = uncurry(Map.prototype.delete);
+  const iteratorNext = uncurry(getPrototypeOf(new Map().entries()).next);
+  const setIteratorNext = uncurry(getPrototypeOf(new Set().values()).next);
+  const typedArrayLength = uncurry(getOwnPropertyDescriptor(getPrototypeOf(Uint8Array.prototype), 'length').get);
+  const arrayBufferByteLength = uncurry(getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get);
+  const promiseResolve = Promise.resolve.bind(Promise);
+  const promiseThen = uncurry(Promise.prototype.then);
+
+  // ---- inspect: a subset of node's util.inspect with its default options
+  // (depth 2, 100 array items, breakLength 80, compact 3), so that
+  // console.log prints what a JavaScript programmer expects.
+
+  const kObjectType = 0;
+  const kArrayExtrasType = 1;
+  const maxArrayLength = 100;
+  const breakLength = 80;
+  const compact = 3;
+
+  const identifierRe = /^[a-zA-Z_][a-zA-Z_0-9]*$/;
+  const metaEscapes = {
+    '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r', '\\': '\\\\',
+  };
+
+  function quote(str) {
+    let q = "'";
+    if (strIncludes(str, "'")) {
+      if (!strIncludes(str, '"')) q = '"';
+      else if (!strIncludes(str, '`') && !strIncludes(str, '${')) q = '`';
+    }
+    let out = '';
+    for (let i = 0; i < str.length; i++) {
+      const c = str[i];
+      const code = charCodeAt(str, i);
+      if (c === q || c === '\\' || code < 0x20 || code === 0x7f) {
+        if (hasOwn(metaEscapes, c)) out += metaEscapes[c];
+        else if (c === q) out += '\\' + c;
+        else out += '\\x' + padStart(code.toString(16).toUpperCase(), 2, '0');
+      } else {
+        out += c;
+      }
+    }
+    return q + out + q;
+  }
+
+  function formatNumber(n) {
+    return n === 0 && 1 / n < 0 ? '-0' : StringCtor(n);
+  }
+
+  function formatPrimitive(v) {
+    switch (typeof v) {
+      case 'string': return quote(v);
+      case 'number': return formatNumber(v);
+      case 'bigint': return StringCtor(v) + 'n';
+      case 'symbol': return symbolToString(v);
+      default: return StringCtor(v);
+    }
+  }
+
+  // ctorName is the name of the first constructor on value's prototype
+  // chain, or null for a null-prototype object.
+  function ctorName(value) {
+    let obj = value;
+    while (obj !== null && obj !== undefined) {
+      const desc = getOwnPropertyDescriptor(obj, 'constructor');
+      if (desc !== undefined && typeof desc.value === 'function' &&
+          typeof desc.value.name === 'string' && desc.value.name !== '') {
+        return desc.value.name;
+      }
+      obj = getPrototypeOf(obj);
+    }
+    return null;
+  }
+
+  function functionBase(fn) {
+    let src = '';
+    try { src = functionToString(fn); } catch { /* a revoked proxy */ }
+    const name = typeof fn.name === 'string' ? fn.name : '';
+    if (startsWith(src, 'class') && regexpTest(/^class\b/, src)) {
+      return name ? `[class ${name}]` : '[class (anonymous)]';
+    }
+    let kind = 'Function';
+    const ctor = ctorName(fn);
+    if (ctor === 'AsyncFunction' || ctor === 'GeneratorFunction' || ctor === 'AsyncGeneratorFunction') kind = ctor;
+    return name ? `[${kind}: ${name}]` : `[${kind} (anonymous)]`;
+  }
+
+  function errorBase(err) {
+    let name = 'Error';
+    let message = '';
+    let stack = '';
+    try { name = StringCtor(err.name); } catch { /* keep the default */ }
+    try { message = StringCtor(err.message); } catch { /* keep the default */ }
+    try { stack = typeof err.stack === 'string' ? trimEnd(err.stack) : ''; } catch { /* none */ }
+    const head = message ? `${name}: ${message}` : name;
+    if (!stack) return `[${head}]`;
+    // QuickJS's stack holds only the "    at ..." lines; node's starts
+    // with the "Name: message" line.
+    return startsWith(stack, head) ? stack : head + '\n' + stack;
+  }
+
+  function keysOf(value, arrayLike) {
+    const keys = [];
+    for (const k of objectKeys(value)) {
+      if (arrayLike && regexpTest(/^(0|[1-9][0-9]*)$/, k)) continue;
+      push(keys, k);
+    }
+    for (const s of getOwnPropertySymbols(value)) {
+      if (propertyIsEnumerable(value, s)) push(keys, s);
+    }
+    return keys;
+  }
+
+  function formatValue(ctx, value, recurseTimes) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) {
+      return formatPrimitive(value);
+    }
+    if (includes(ctx.seen, value)) {
+      let index = 1;
+      if (ctx.circular === undefined) {
+        ctx.circular = new MapCtor();
+        mapSet(ctx.circular, value, index);
+      } else if (mapHas(ctx.circular, value)) {
+        index = mapGet(ctx.circular, value);
+      } else {
+        index = mapSize(ctx.circular) + 1;
+        mapSet(ctx.circular, value, index);
+      }
+      return `[Circular *${index}]`;
+    }
+    return formatRaw(ctx, value, recurseTimes);
+  }
+
+  function formatRaw(ctx, value, recurseTimes) {
+    const ctor = ctorName(value);
+    let keys;
+    let base = '';
+    let braces;
+    let extrasType = kObjectType;
+    let formatter = formatObjectEntries;
+    let noEntries = false;
+    const prefix = (fallback, size) => {
+      const name = ctor === null ? `[${fallback}: null prototype]` : ctor;
+      const sizeText = size === undefined ? '' : `(${size})`;
+      return name === fallback && size === undefined ? '' : `${name}${sizeText} `;
+    };
+
+    if (isArray(value)) {
+      keys = keysOf(value, true);
+      const p = ctor === 'Array' ? '' : prefix('Array', value.length);
+      braces = [`${p}[`, ']'];
+      extrasType = kArrayExtrasType;
+      formatter = formatArrayEntries;
+      noEntries = value.length === 0 && keys.length === 0;
+    } else if (value instanceof MapCtor) {
+      keys = keysOf(value, false);
+      braces = [`${prefix('Map', mapSize(value))}{`, '}'];
+      formatter = formatMapEntries;
+      noEntries = mapSize(value) === 0 && keys.length === 0;
+    } else if (value instanceof SetCtor) {
+      keys = keysOf(value, false);
+      braces = [`${prefix('Set', setSize(value))}{`, '}'];
+      formatter = formatSetEntries;
+      noEntries = setSize(value) === 0 && keys.length === 0;
+    } else if (isView(value) && !(value instanceof DataView)) {
+      keys = keysOf(value, true);
+      braces = [`${prefix(ctor || 'TypedArray', typedArrayLength(value))}[`, ']'];
+      extrasType = kArrayExtrasType;
+      formatter = formatArrayEntries;
+      noEntries = typedArrayLength(value) === 0 && keys.length === 0;
+    } else {
+      keys = keysOf(value, false);
+      braces = ['{', '}'];
+      if (typeof value === 'function') {
+        base = functionBase(value);
+        if (keys.length === 0) return base;
+      } else if (value instanceof ErrorCtor) {
+        base = errorBase(value);
+        keys = keysOf(value, false);
+        if (keys.length === 0) return base;
+        base = replace(base, /\n/g, '\n' + repeat(' ', ctx.indentationLvl));
+      } else if (value instanceof RegExp) {
+        base = regexpToString(value);
+        if (keys.length === 0) return base;
+      } else if (value instanceof Date) {
+        const t = dateGetTime(value);
+        base = t === t ? dateToISOString(value) : 'Invalid Date';
+        if (keys.length === 0) return base;
+      } else if (value instanceof ArrayBuffer) {
+        base = `ArrayBuffer { byteLength: ${arrayBufferByteLength(value)} }`;
+        if (keys.length === 0) return base;
+      } else if (value instanceof Promise) {
+        braces = [`${prefix('Promise')}{`, '}'];
+        base = '';
+        keys = keysOf(value, false);
+        if (keys.length === 0) return `${braces[0]} <pending or settled> }`;
+      } else if (value instanceof WeakMap || value instanceof WeakSet) {
+        return `${ctor || 'WeakMap'} { <items unknown> }`;
+      } else if (value instanceof Number || value instanceof String || value instanceof Boolean ||
+                 value instanceof BigInt || value instanceof Symbol) {
+        base = boxedBase(value);
+        if (keys.length === 0) return base;
+      } else {
+        let tag = '';
+        try {
+          const t = value[Symbol.toStringTag];
+          if (typeof t === 'string' && t !== '' && t !== ctor) tag = `[${t}] `;
+        } catch { /* a throwing getter: no tag */ }
+        if (ctor === 'Object') {
+          braces[0] = tag ? `Object ${tag}{` : '{';
+        } else {
+          braces[0] = `${ctor === null ? '[Object: null prototype]' : ctor} ${tag}{`;
+        }
+        if (keys.length === 0) {
+          return ctor === 'Object' && !tag ? '{}' : `${braces[0]}}`;
+        }
+      }
+    }
+    if (noEntries) return `${braces[0]}${braces[1]}`;
+
+    if (recurseTimes > ctx.depth) {
+      return `[${ctor === null ? 'Object: null prototype' : (isArray(value) ? 'Array' : ctor)}]`;
+    }
+    recurseTimes += 1;
+    push(ctx.seen, value);
+    ctx.currentDepth = recurseTimes;
+    let output = formatter(ctx, value, recurseTimes);
+    for (let i = 0; i < keys.length; i++) {
+      push(output, formatProperty(ctx, value, recurseTimes, keys[i], kObjectType));
+    }
+    pop(ctx.seen);
+
+    if (ctx.circular !== undefined && mapHas(ctx.circular, value)) {
+      const reference = `<ref *${mapGet(ctx.circular, value)}>`;
+      base = base === '' ? reference : `${reference} ${base}`;
+    }
+    return reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value);
+  }
+
+  function boxedBase(value) {
+    if (value instanceof Number) return `[Number: ${formatNumber(numberValueOf(value))}]`;
+    if (value instanceof String) return `[String: ${quote(stringValueOf(value))}]`;
+    if (value instanceof Boolean) return `[Boolean: ${booleanValueOf(value)}]`;
+    if (value instanceof BigInt) return `[BigInt: ${bigintValueOf(value)}n]`;
+    return `[Symbol: ${symbolToString(symbolValueOf(value))}]`;
+  }
+
+  function formatProperty(ctx, value, recurseTimes, key, type) {
+    let str;
+    const desc = getOwnPropertyDescriptor(value, key) || { value: value[key], enumerable: true };
+    if (desc.value !== undefined || !('get' in desc || 'set' in desc)) {
+      ctx.indentationLvl += 2;
+      str = formatValue(ctx, desc.value, recurseTimes);
+      ctx.indentationLvl -= 2;
+    } else if (desc.get !== undefined) {
+      str = desc.set !== undefined ? '[Getter/Setter]' : '[Getter]';
+    } else {
+      str = desc.set !== undefined ? '[Setter]' : 'undefined';
+    }
+    if (type === kArrayExtrasType) return str;
+    let name;
+    if (typeof key === 'symbol') name = `[${symbolToString(key)}]`;
+    else if (regexpTest(identifierRe, key)) name = key;
+    else name = quote(key);
+    return `${name}: ${str}`;
+  }
+
+  function formatObjectEntries() {
+    return [];
+  }
+
+  function formatArrayEntries(ctx, value, recurseTimes) {
+    const length = isArray(value) ? value.length : typedArrayLength(value);
+    const output = [];
+    const shown = MathMin(maxArrayLength, length);
+    let i = 0;
+    for (; i < length && output.length < shown; i++) {
+      if (!hasOwn(value, i)) {
+        let holes = 1;
+        while (i + holes < length && !hasOwn(value, i + holes)) holes++;
+        push(output, `<${holes} empty item${holes > 1 ? 's' : ''}>`);
+        i += holes - 1;
+        continue;
+      }
+      push(output, formatProperty(ctx, value, recurseTimes, i, kArrayExtrasType));
+    }
+    const remaining = length - i;
+    if (remaining > 0) {
+      push(output, `... ${remaining} more item${remaining > 1 ? 's' : ''}`);
+    }
+    return output;
+  }
+
+  function formatMapEntries(ctx, value, recurseTimes) {
+    const output = [];
+    ctx.indentationLvl += 2;
+    const it = mapEntries(value);
+    for (let r = iteratorNext(it); !r.done; r = iteratorNext(it)) {
+      if (output.length >= maxArrayLength) {
+        push(output, `... ${mapSize(value) - maxArrayLength} more items`);
+        break;
+      }
+      push(output, `${formatValue(ctx, r.value[0], recurseTimes)} => ${formatValue(ctx, r.value[1], recurseTimes)}`);
+    }
+    ctx.indentationLvl -= 2;
+    return output;
+  }
+
+  function formatSetEntries(ctx, value, recurseTimes) {
+    const output = [];
+    ctx.indentationLvl += 2;
+    const it = setValues(value);
+    for (let r = setIteratorNext(it); !r.done; r = setIteratorNext(it)) {
+      if (output.length >= maxArrayLength) {
+        push(output, `... ${setSize(value) - maxArrayLength} more items`);
+        break;
+      }
+      push(output, formatValue(ctx, r.value, recurseTimes));
+    }
+    ctx.indentationLvl -= 2;
+    return output;
+  }
+
+  // groupArrayElements lays out long arrays of short items in aligned
+  // columns, as node does (numbers right-aligned, anything else left).
+  function groupArrayElements(ctx, output, value) {
+    let totalLength = 0;
+    let maxLength = 0;
+    let outputLength = output.length;
+    if (value !== undefined && outputLength > 0 &&
+        startsWith(output[outputLength - 1], '... ') && regexpTest(/ more items?$/, output[outputLength - 1])) {
+      outputLength--;
+    }
+    const separatorSpace = 2;
+    const dataLen = [];
+    for (let i = 0; i < outputLength; i++) {
+      const len = output[i].length;
+      dataLen[i] = len;
+      totalLength += len + separatorSpace;
+      if (maxLength < len) maxLength = len;
+    }
+    const actualMax = maxLength + separatorSpace;
+    if (actualMax * 3 + ctx.indentationLvl < breakLength &&
+        (totalLength / actualMax > 5 || maxLength <= 6)) {
+      const averageBias = MathSqrt(actualMax - totalLength / output.length);
+      const biasedMax = MathMax(actualMax - 3 - averageBias, 1);
+      const columns = MathMin(
+        MathRound(MathSqrt(2.5 * biasedMax * outputLength) / biasedMax),
+        MathFloor((breakLength - ctx.indentationLvl) / actualMax),
+        compact * 4,
+        15,
+      );
+      if (columns <= 1) return output;
+      const maxLineLength = [];
+      for (let i = 0; i < columns; i++) {
+        let lineLength = 0;
+        for (let j = i; j < outputLength; j += columns) {
+          if (dataLen[j] > lineLength) lineLength = dataLen[j];
+        }
+        push(maxLineLength, lineLength + separatorSpace);
+      }
+      let numeric = true;
+      for (let i = 0; i < outputLength; i++) {
+        const t = typeof value[i];
+        if (t !== 'number' && t !== 'bigint') {
+          numeric = false;
+          break;
+        }
+      }
+      const tmp = [];
+      for (let i = 0; i < outputLength; i += columns) {
+        const max = MathMin(i + columns, outputLength);
+        let str = '';
+        let j = i;
+        for (; j < max - 1; j++) {
+          const cell = `${output[j]}, `;
+          str += numeric ? padStart(cell, maxLineLength[j - i], ' ') : padEnd(cell, maxLineLength[j - i], ' ');
+        }
+        str += numeric ? padStart(output[j], maxLineLength[j - i] - separatorSpace, ' ') : output[j];
+        push(tmp, str);
+      }
+      if (outputLength < output.length) push(tmp, output[outputLength]);
+      return tmp;
+    }
+    return output;
+  }
+
+  function isBelowBreakLength(output, start, base) {
+    let totalLength = output.length + start;
+    if (totalLength + output.length > breakLength) return false;
+    for (let i = 0; i < output.length; i++) {
+      totalLength += output[i].length;
+      if (totalLength > breakLength) return false;
+    }
+    return base === '' || !strIncludes(base, '\n');
+  }
+
+  function reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value) {
+    const entries = output.length;
+    if (extrasType === kArrayExtrasType && entries > 6) {
+      output = groupArrayElements(ctx, output, value);
+    }
+    if (ctx.currentDepth - recurseTimes < compact && entries === output.length) {
+      const start = output.length + ctx.indentationLvl + braces[0].length + base.length + 10;
+      if (isBelowBreakLength(output, start, base)) {
+        const joined = join(output, ', ');
+        if (!strIncludes(joined, '\n')) {
+          return `${base ? `${base} ` : ''}${braces[0]} ${joined} ${braces[1]}`;
+        }
+      }
+    }
+    const indentation = '\n' + repeat(' ', ctx.indentationLvl);
+    return `${base ? `${base} ` : ''}${braces[0]}${indentation}  ${join(output, `,${indentation}  `)}${indentation}${braces[1]}`;
+  }
+
+  function inspect(value) {
+    const ctx = { seen: [], circular: undefined, depth: 2, indentationLvl: 0, currentDepth: 0 };
+    return formatValue(ctx, value, 0);
+  }
+
+  // format is node's util.format: printf-like directives in a leading
+  // string, then the remaining arguments, strings raw and the rest inspected.
+  function format(args) {
+    let out = '';
+    let a = 0;
+    if (typeof args[0] === 'string' && args.length > 1 && strIncludes(args[0], '%')) {
+      const f = args[0];
+      a = 1;
+      let last = 0;
+      for (let i = 0; i < f.length - 1; i++) {
+        if (f[i] !== '%') continue;
+        const c = f[i + 1];
+        let rep;
+        if (c === '%') {
+          out += slice(f, last, i) + '%';
+          last = i + 2;
+          i++;
+          continue;
+        }
+        if (a >= args.length) continue;
+        const arg = args[a];
+        switch (c) {
+          case 's':
+            rep = typeof arg === 'string' ? arg
+              : typeof arg === 'bigint' ? `${arg}n`
+              : (typeof arg === 'object' && arg !== null) || typeof arg === 'symbol' ? inspect(arg)
+              : formatPrimitive(arg);
+            if (typeof arg === 'number') rep = formatNumber(arg);
+            break;
+          case 'd':
+          case 'i': {
+            if (typeof arg === 'bigint') rep = `${arg}n`;
+            else if (typeof arg === 'symbol') rep = 'NaN';
+            else {
+              const n = c === 'i' ? Math.trunc(NumberCtor(arg)) : NumberCtor(arg);
+              rep = formatNumber(n);
+            }
+            break;
+          }
+          case 'f':
+            rep = typeof arg === 'symbol' ? 'NaN' : formatNumber(parseFloat(arg));
+            break;
+          case 'j':
+            try { rep = jsonStringify(arg); } catch { rep = '[Circular]'; }
+            rep = StringCtor(rep);
+            break;
+          case 'o':
+          case 'O':
+            rep = inspect(arg);
+            break;
+          case 'c':
+            rep = '';
+            break;
+          default:
+            continue;
+        }
+        out += slice(f, last, i) + rep;
+        last = i + 2;
+        i++;
+        a++;
+      }
+      out += slice(f, last);
+      if (a < args.length) out += ' ';
+    }
+    for (let i = a; i < args.length; i++) {
+      const v = args[i];
+      out += typeof v === 'string' ? v : inspect(v);
+      if (i < args.length - 1) out += ' ';
+    }
+    return out;
+  }
+
+  function print(fd, args) {
+    const parts = split(format(args) + '\n', '\0');
+    for (let i = 0; i < parts.length; i++) {
+      hostWrite(fd, parts[i], i < parts.length - 1);
+    }
+  }
+
+  const console = {};
+  const methods = {
+    log: 1, info: 1, debug: 1, error: 2, warn: 2,
+  };
+  for (const name of objectKeys(methods)) {
+    const fd = methods[name];
+    defineProperty(console, name, {
+      value: { [name](...args) { print(fd, args); } }[name],
+      writable: true, enumerable: true, configurable: true,
+    });
+  }
+  defineProperty(console, 'trace', {
+    value: function trace(...args) {
+      const err = new ErrorCtor();
+      let stack = typeof err.stack === 'string' ? trimEnd(err.stack) : '';
+      print(2, [`Trace${args.length ? ': ' + format(args) : ''}${stack ? '\n' + stack : ''}`]);
+    },
+    writable: true, enumerable: true, configurable: true,
+  });
+
+  // ---- timers: callbacks live here, due times in the host, which sleeps
+  // until the next one (bounded by the execution's deadline) and calls fire.
+
+  const timers = new MapCtor();
+  let lastTimerId = 0;
+
+  function addTimer(callback, delay, args, repeating) {
+    if (typeof callback !== 'function') {
+      throw new TypeErrorCtor(`The "callback" argument must be of type function. Received ${inspect(callback)}`);
+    }
+    delay = NumberCtor(delay);
+    // As in node: anything that is not a delay from 1 ms to 2^31-1 ms is 1 ms.
+    if (!(delay >= 1 && delay <= 2147483647)) delay = 1;
+    const id = ++lastTimerId;
+    mapSet(timers, id, { callback, args, delay, repeating });
+    hostSchedule(id, delay);
+    return id;
+  }
+
+  function clearTimer(id) {
+    if (typeof id === 'number' && mapDelete(timers, id)) hostCancel(id);
+  }
+
+  function fire(id) {
+    const t = mapGet(timers, id);
+    if (t === undefined) return;
+    if (t.repeating) hostSchedule(id, t.delay);
+    else mapDelete(timers, id);
+    apply(t.callback, undefined, t.args);
+  }
+
+  const globals = {
+    console,
+    setTimeout: function setTimeout(callback, delay, ...args) { return addTimer(callback, delay, args, false); },
+    setInterval: function setInterval(callback, delay, ...args) { return addTimer(callback, delay, args, true); },
+    clearTimeout: function clearTimeout(id) { clearTimer(id); },
+    clearInterval: function clearInterval(id) { clearTimer(id); },
+  };
+  if (typeof globalThis.queueMicrotask !== 'function') {
+    globals.queueMicrotask = function queueMicrotask(callback) {
+      if (typeof callback !== 'function') {
+        throw new TypeErrorCtor(`The "callback" argument must be of type function. Received ${inspect(callback)}`);
+      }
+      promiseThen(promiseResolve(), () => callback());
+    };
+  }
+  for (const name of objectKeys(globals)) {
+    defineProperty(globalThis, name, { value: globals[name], writable: true, enumerable: false, configurable: true });
+  }
+  // Node, Deno and browser globals that code might probe to find I/O: make
+  // sure none is there.
+  for (const name of ['require', 'process', 'fetch', 'XMLHttpRequest', 'Deno', 'Bun', 'module', 'exports']) {
+    delete globalThis[name];
+  }
+
+  // ---- what Run calls.
+
+  // render returns the result as JSON text, or '' for no result (undefined).
+  // JSON-serialisable values come back as themselves; BigInt, symbols,
+  // functions, non-finite numbers and objects JSON cannot represent (Map,
+  // Set, errors, cyclic or BigInt-holding objects) as a JSON string of their
+  // inspect form: 123n, Symbol(x), [Function: f], Map(1) { 'a' => 1 }.
+  function render(value) {
+    switch (typeof value) {
+      case 'undefined':
+        return '';
+      case 'bigint':
+      case 'symbol':
+      case 'function':
+        return jsonStringify(inspect(value));
+      case 'number':
+        return NumberIsFinite(value) ? jsonStringify(value) : jsonStringify(StringCtor(value));
+      case 'object':
+        if (value !== null && (value instanceof MapCtor || value instanceof SetCtor || value instanceof ErrorCtor ||
+            value instanceof RegExp || value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet)) {
+          return jsonStringify(inspect(value));
+        }
+        break;
+      default:
+        break;
+    }
+    try {
+      const json = jsonStringify(value);
+      if (json !== undefined) return json;
+    } catch { /* cyclic, or holds a BigInt: fall through */ }
+    return jsonStringify(inspect(value));
+  }
+
+  // describe returns {type, message, traceback} as JSON for a thrown value.
+  function describe(err) {
+    if (err !== null && typeof err === 'object' && (err instanceof ErrorCtor || 'stack' in err)) {
+      let type = 'Error';
+      let message = '';
+      try { type = StringCtor(err.name); } catch { /* keep the default */ }
+      try { message = StringCtor(err.message); } catch { /* keep the default */ }
+      let traceback = '';
+      try { traceback = errorBase(err); } catch { /* none */ }
+      if (startsWith(traceback, '[') && !strIncludes(traceback, '\n')) traceback = slice(traceback, 1, -1);
+      return jsonStringify({ type, message, traceback });
+    }
+    // A thrown non-error (throw 'x', throw 42): node reports it as
+    // "Uncaught 'x'"; it has no stack.
+    const message = typeof err === 'string' ? err : inspect(err);
+    return jsonStringify({ type: 'Error', message, traceback: `Uncaught ${inspect(err)}` });
+  }
+
+  // unwrap takes the {value} object of an async script evaluation and
+  // returns the value, or a promise for it when it is a thenable (the host
+  // awaits that promise, as the result of the code).
+  function unwrap(wrapper) {
+    const value = wrapper.value;
+    if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+      let then;
+      try { then = value.then; } catch (e) { return Promise.reject(e); }
+      if (typeof then === 'function') return promiseResolve(value);
+    }
+    return value;
+  }
+
+  function setInputs(json) {
+    defineProperty(globalThis, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
+  }
+
+  return { fire, render, describe, unwrap, setInputs, inspect, format };
+})

@@ -1,0 +1,121 @@
+// Package isolation starts capsule workers in their own namespaces.
+//
+// SysProcAttr returns the attributes for exec.Cmd: new user, network, PID,
+// IPC, UTS and mount namespaces, the worker's uid/gid mapped to an
+// unprivileged id inside, a parent-death signal and its own process group.
+// Where the kernel refuses namespaces, it falls back to the parent-death
+// signal and process group alone and says so in its Report; the supervisor
+// logs one warning naming what is missing and, with --require-hardening,
+// refuses to start.
+//
+// Pdeathsig fires when the *thread* that started the child exits, not the
+// process. Go threads come and go, so a worker started from an ordinary
+// goroutine can be killed at a random moment when the runtime retires the
+// thread it happened to run on. Start workers through a Spawner, which
+// runs cmd.Start on one OS thread that lives as long as the server.
+//
+// The supervisor ends a worker with kill(-pgid, SIGKILL) (the process
+// group from Setpgid). With the PID namespace the worker is its
+// namespace's init, so when it dies the kernel kills everything below it.
+package isolation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Layer names, as used in Layer.Name.
+const (
+	LayerUserNS    = "user_ns"
+	LayerNetNS     = "net_ns"
+	LayerPIDNS     = "pid_ns"
+	LayerIPCNS     = "ipc_ns"
+	LayerUTSNS     = "uts_ns"
+	LayerMountNS   = "mount_ns"
+	LayerPdeathsig = "pdeathsig"
+	LayerSetpgid   = "setpgid"
+)
+
+// DefaultID is the uid and gid a worker has inside its user namespace when
+// Options leaves them zero: nobody/nogroup.
+const DefaultID = 65534
+
+// Options configures SysProcAttr.
+type Options struct {
+	// UID and GID are the worker's ids inside its user namespace; both map
+	// to the supervisor's own uid/gid outside (a mapping of size 1, so no
+	// other id exists in the namespace). Zero means DefaultID: root inside
+	// would keep every capability in the namespace across execve, which a
+	// worker never needs. Ignored when user namespaces are unavailable.
+	UID, GID int
+}
+
+// Report says which isolation features the returned attributes carry.
+type Report struct {
+	// Layers lists the namespaces (user, net, pid, ipc, uts, mount), then
+	// pdeathsig and setpgid.
+	Layers []Layer
+}
+
+// Layer is one isolation feature.
+type Layer struct {
+	// Name is one of the Layer* constants.
+	Name string
+	// Active is true when the attributes include the feature.
+	Active bool
+	// Reason says what the feature does here, or why it is missing.
+	Reason string
+}
+
+// Missing returns the names of the features that are not active, for the
+// supervisor's start-up warning.
+func (r Report) Missing() []string {
+	var out []string
+	for _, l := range r.Layers {
+		if !l.Active {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// Complete reports whether every feature is active.
+func (r Report) Complete() bool { return len(r.Layers) > 0 && len(r.Missing()) == 0 }
+
+// Layer returns the feature with the given name.
+func (r Report) Layer(name string) (Layer, bool) {
+	for _, l := range r.Layers {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Layer{}, false
+}
+
+// String renders the report on one line, for logs and `capsule doctor`.
+func (r Report) String() string {
+	parts := make([]string, 0, len(r.Layers))
+	for _, l := range r.Layers {
+		state := "active"
+		if !l.Active {
+			state = "unavailable"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s (%s)", l.Name, state, l.Reason))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// namespaceLayers is the order namespaces appear in a Report.
+var namespaceLayers = []string{LayerUserNS, LayerNetNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerMountNS}
+
+// ids returns the in-namespace ids, with zero meaning DefaultID.
+func (o Options) ids() (uid, gid int) {
+	uid, gid = o.UID, o.GID
+	if uid == 0 {
+		uid = DefaultID
+	}
+	if gid == 0 {
+		gid = DefaultID
+	}
+	return uid, gid
+}

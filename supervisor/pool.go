@@ -1,0 +1,217 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pool keeps ready workers of one language: module loaded, lockdown
+// applied, interpreter started, waiting for their one request. A worker is
+// never reused: each is taken once, runs one request and exits, and the
+// pool starts another in the background.
+type pool struct {
+	s        *Supervisor
+	language string
+	size     int
+	idle     time.Duration
+
+	mu       sync.Mutex
+	ready    []*pooledWorker // oldest first
+	starting int
+	closed   bool
+
+	// warm is closed once the first worker of this language got ready (or
+	// failed to): from then on the compilation cache is filled, and a call
+	// that starts its own worker does not compile the module a second time.
+	warm     chan struct{}
+	warmOnce sync.Once
+	wake     chan struct{}
+	stop     chan struct{}
+}
+
+type pooledWorker struct {
+	p     *process
+	since time.Time
+}
+
+// newPool starts keeping size ready workers of language. With size 0 it
+// still starts one worker, to fill the compilation cache, and discards it.
+func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool {
+	pl := &pool{
+		s:        s,
+		language: language,
+		size:     size,
+		idle:     idle,
+		warm:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	go pl.loop()
+	return pl
+}
+
+// take returns a ready worker, or nil when none is ready.
+func (pl *pool) take() *process {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for len(pl.ready) > 0 {
+		w := pl.ready[0]
+		pl.ready = pl.ready[1:]
+		select {
+		case <-w.p.exited:
+			continue // died while waiting; the monitor refills
+		default:
+		}
+		pl.signal()
+		return w.p
+	}
+	return nil
+}
+
+// waitWarm blocks until the first worker of this language has compiled the
+// module into the cache, or ctx ends.
+func (pl *pool) waitWarm(ctx context.Context) {
+	select {
+	case <-pl.warm:
+	case <-ctx.Done():
+	}
+}
+
+func (pl *pool) signal() {
+	select {
+	case pl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops refilling and kills the ready workers.
+func (pl *pool) close() {
+	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return
+	}
+	pl.closed = true
+	ready := pl.ready
+	pl.ready = nil
+	pl.mu.Unlock()
+	close(pl.stop)
+	for _, w := range ready {
+		w.p.close()
+	}
+}
+
+// loop keeps the pool full: it starts workers when there are fewer than
+// size ready or starting, and recycles those idle for too long.
+func (pl *pool) loop() {
+	backoff := time.Duration(0)
+	tick := time.NewTicker(pl.idle / 4)
+	defer tick.Stop()
+	pl.startOne() // the first worker fills the compilation cache alone
+	for {
+		select {
+		case <-pl.stop:
+			return
+		case <-pl.wake:
+		case <-tick.C:
+			pl.recycleIdle()
+		}
+		select {
+		case <-pl.warm:
+		default:
+			continue // still warming up: one worker at a time
+		}
+		pl.mu.Lock()
+		need := pl.size - len(pl.ready) - pl.starting
+		pl.mu.Unlock()
+		for i := 0; i < need; i++ {
+			if !pl.startOne() {
+				// Starting failed: do not spin; try again later.
+				backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
+				select {
+				case <-time.After(backoff):
+					pl.signal()
+				case <-pl.stop:
+					return
+				}
+				break
+			}
+			backoff = 0
+		}
+	}
+}
+
+// startOne starts a worker in the background. It reports false when the
+// process could not even be started.
+func (pl *pool) startOne() bool {
+	p, err := pl.s.startProcess(pl.language)
+	if err != nil {
+		pl.s.log.Warn("pool: cannot start worker", "language", pl.language, "error", err)
+		pl.warmOnce.Do(func() { close(pl.warm) })
+		return false
+	}
+	pl.mu.Lock()
+	pl.starting++
+	pl.mu.Unlock()
+	go func() {
+		err := p.awaitReady(context.Background(), readyTimeout)
+		pl.warmOnce.Do(func() { close(pl.warm) })
+		pl.mu.Lock()
+		pl.starting--
+		keep := err == nil && !pl.closed && len(pl.ready) < pl.size
+		if keep {
+			pl.ready = append(pl.ready, &pooledWorker{p: p, since: time.Now()})
+		}
+		pl.mu.Unlock()
+		if err != nil {
+			pl.s.log.Warn("pool: worker did not get ready", "language", pl.language, "error", err,
+				"worker_stderr", p.stderr.String())
+		}
+		if !keep {
+			p.close()
+			if err == nil {
+				pl.signal()
+			}
+			return
+		}
+		pl.signal()
+		// Replace it if it dies while waiting.
+		<-p.exited
+		pl.remove(p)
+	}()
+	return true
+}
+
+// remove drops p from the ready list, if it is still there, and refills.
+func (pl *pool) remove(p *process) {
+	pl.mu.Lock()
+	for i, w := range pl.ready {
+		if w.p == p {
+			pl.ready = append(pl.ready[:i], pl.ready[i+1:]...)
+			break
+		}
+	}
+	pl.mu.Unlock()
+	pl.signal()
+}
+
+// recycleIdle ends workers that have waited longer than the idle limit, so
+// no process lives for long; the loop starts fresh ones.
+func (pl *pool) recycleIdle() {
+	var old []*process
+	pl.mu.Lock()
+	keep := pl.ready[:0]
+	for _, w := range pl.ready {
+		if time.Since(w.since) > pl.idle {
+			old = append(old, w.p)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	pl.ready = keep
+	pl.mu.Unlock()
+	for _, p := range old {
+		p.close()
+	}
+}

@@ -1,0 +1,3 @@
+// Package attack holds the few machine-level primitives the lockdown tests
+// use to play a guest that escaped wazero, which Go code cannot express.
+package attack
