@@ -18,6 +18,8 @@ import (
 type Limits struct {
 	// Timeout is the wall-clock limit of one execution.
 	Timeout time.Duration
+	// MaxTimeout caps the per-call timeout_seconds a client may ask for.
+	MaxTimeout time.Duration
 	// Memory caps the guest's linear memory.
 	Memory Size
 	// MaxOutput caps stdout and stderr, each; beyond it output is dropped
@@ -29,10 +31,11 @@ type Limits struct {
 
 // DefaultLimits are the limits when no flag or environment variable is set.
 var DefaultLimits = Limits{
-	Timeout:   30 * time.Second,
-	Memory:    256 << 20,
-	MaxOutput: 1 << 20,
-	MaxCode:   1 << 20,
+	Timeout:    30 * time.Second,
+	MaxTimeout: 120 * time.Second,
+	Memory:     256 << 20,
+	MaxOutput:  1 << 20,
+	MaxCode:    1 << 20,
 }
 
 // Config is everything the supervisor is configured with.
@@ -40,6 +43,9 @@ type Config struct {
 	Limits Limits
 	// MaxConcurrency is how many executions run at once; more wait.
 	MaxConcurrency int
+	// MaxQueue is how many calls may wait for a slot; beyond it a call is
+	// answered at once that the server is busy. 0 means no limit.
+	MaxQueue int
 	// CacheDir holds wazero's compilation cache. Empty disables it.
 	CacheDir string
 	// Pool is how many ready workers to keep per language; 0 disables the
@@ -62,6 +68,7 @@ func DefaultConfig() Config {
 	return Config{
 		Limits:         DefaultLimits,
 		MaxConcurrency: runtime.NumCPU(),
+		MaxQueue:       256,
 		CacheDir:       DefaultCacheDir(),
 		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
 		PoolIdle:       time.Minute,
@@ -186,10 +193,12 @@ func (e *EnvFlags) Parse(args []string) error {
 // variables, on e.
 func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(durationValue{&c.Limits.Timeout}, "timeout", "CAPSULE_TIMEOUT", "wall-clock limit of one execution")
+	e.Var(durationValue{&c.Limits.MaxTimeout}, "max-timeout", "CAPSULE_MAX_TIMEOUT", "the most a call's timeout_seconds may ask for")
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once; more wait their turn (default: number of CPUs)")
+	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
 	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")
 	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "ready JavaScript workers kept waiting; 0 disables the pool")
 	e.Var(intValue{&c.Isolation.UID, 1}, "worker-uid", "CAPSULE_WORKER_UID", "unprivileged uid of a worker inside its user namespace")
@@ -200,6 +209,10 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 
 // Validate checks that the limits make sense together.
 func (c *Config) Validate() error {
+	if c.Limits.MaxTimeout < c.Limits.Timeout {
+		// A default that a call could not even ask for is a mistake.
+		c.Limits.MaxTimeout = c.Limits.Timeout
+	}
 	if c.Limits.Memory < 1<<20 {
 		return fmt.Errorf("memory limit %s is too small: want at least 1MiB", c.Limits.Memory)
 	}

@@ -18,11 +18,11 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}{
 		{name: "defaults", want: DefaultLimits},
 		{name: "flags", args: []string{"--timeout", "5s", "--memory", "64MiB", "--max-output", "1KiB", "--max-code", "2KiB"},
-			want: Limits{Timeout: 5 * time.Second, Memory: 64 << 20, MaxOutput: 1 << 10, MaxCode: 2 << 10}},
+			want: Limits{Timeout: 5 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: 64 << 20, MaxOutput: 1 << 10, MaxCode: 2 << 10}},
 		{name: "environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s", "CAPSULE_MEMORY": "32MiB"},
-			want: Limits{Timeout: 2 * time.Second, Memory: 32 << 20, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
+			want: Limits{Timeout: 2 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: 32 << 20, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
 		{name: "flag beats environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s"}, args: []string{"--timeout", "9s"},
-			want: Limits{Timeout: 9 * time.Second, Memory: DefaultLimits.Memory, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
+			want: Limits{Timeout: 9 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: DefaultLimits.Memory, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode}},
 		{name: "bad environment names its variable", env: map[string]string{"CAPSULE_MEMORY": "lots"}, wantErr: "CAPSULE_MEMORY"},
 		{name: "bad flag", args: []string{"--timeout", "-1s"}, wantErr: "invalid duration"},
 	}

@@ -105,7 +105,7 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		Language:     language,
 		MemoryBytes:  uint64(s.cfg.Limits.Memory),
 		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
-		MaxTimeoutMS: s.cfg.Limits.Timeout.Milliseconds(),
+		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
 		CacheDir:     s.cfg.CacheDir,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
@@ -182,12 +182,19 @@ func (p *process) close() {
 	p.fromWkr.Close()
 }
 
-// describeEnd turns a read error into what happened to the worker, waiting
-// for it to exit when the pipe simply closed.
+// describeEnd turns an error on the pipe into what happened to the
+// worker: when the pipe simply closed, the worker ended, and how it ended
+// is the news.
 func (p *process) describeEnd(err error) error {
-	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, os.ErrClosed) {
-		return err
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, errWorkerEnded) {
+		return p.exitError()
 	}
+	return err
+}
+
+// exitError waits briefly for the worker to exit and says how it ended.
+func (p *process) exitError() error {
 	select {
 	case <-p.exited:
 	case <-time.After(2 * time.Second):

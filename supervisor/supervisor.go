@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,6 +44,17 @@ type Supervisor struct {
 	nextID     atomic.Uint64
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
+	// waiting counts calls queued for a slot, against MaxQueue.
+	waiting atomic.Int64
+	// mu guards running, draining and drained, which let Shutdown wait
+	// for running executions; stopping is closed when Shutdown's grace
+	// period ends, which kills them.
+	mu       sync.Mutex
+	running  int
+	draining bool
+	drained  chan struct{}
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -67,6 +79,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		spawner:    isolation.NewSpawner(),
 		isolation:  cfg.Isolation,
 		pools:      map[string]*pool{},
+		stopping:   make(chan struct{}),
+		drained:    make(chan struct{}),
 	}
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
@@ -80,6 +94,55 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 
 // Config returns the supervisor's configuration.
 func (s *Supervisor) Config() Config { return s.cfg }
+
+// Shutdown lets running executions finish until ctx ends, then kills their
+// workers, and closes the supervisor. Calls that arrive meanwhile are
+// refused. It returns ctx's error when it had to kill.
+func (s *Supervisor) Shutdown(ctx context.Context) error {
+	for _, pl := range s.pools {
+		pl.close()
+	}
+	s.mu.Lock()
+	s.draining = true
+	finished := s.drained
+	if s.running == 0 {
+		finished = make(chan struct{})
+		close(finished)
+	}
+	s.mu.Unlock()
+	var err error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.stopOnce.Do(func() { close(s.stopping) })
+	<-finished
+	s.Close()
+	return err
+}
+
+// begin counts a new execution, unless the supervisor is shutting down.
+func (s *Supervisor) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.running++
+	return true
+}
+
+// end counts an execution out, and tells a waiting Shutdown when it was
+// the last.
+func (s *Supervisor) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	if s.running == 0 && s.draining {
+		close(s.drained)
+	}
+}
 
 // Close kills the pooled workers and stops the supervisor's helper thread.
 // Running executions are not waited for.
@@ -126,7 +189,8 @@ type Request struct {
 	Code     string
 	// Inputs is an optional JSON object given to the code as `inputs`.
 	Inputs json.RawMessage
-	// Timeout overrides the configured timeout when positive and smaller.
+	// Timeout replaces the configured timeout when positive; it is capped
+	// at Limits.MaxTimeout.
 	Timeout time.Duration
 }
 
@@ -136,8 +200,8 @@ func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
 	start := time.Now()
 	id := s.nextID.Add(1)
 	timeout := s.cfg.Limits.Timeout
-	if req.Timeout > 0 && req.Timeout < timeout {
-		timeout = req.Timeout
+	if req.Timeout > 0 {
+		timeout = min(req.Timeout, s.cfg.Limits.MaxTimeout)
 	}
 	a := s.execute(ctx, req, timeout)
 	a.DurationMS = float64(time.Since(start).Microseconds()) / 1000
@@ -150,13 +214,30 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
 			fmt.Sprintf("code_size: the code is %d bytes, over the %s limit", n, s.cfg.Limits.MaxCode))
 	}
+	if n := len(req.Inputs); int64(n) > int64(s.cfg.Limits.MaxCode) {
+		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
+			fmt.Sprintf("code_size: the inputs are %d bytes of JSON, over the %s limit", n, s.cfg.Limits.MaxCode))
+	}
 	if !utf8.ValidString(req.Code) {
 		return errorAnswer("InvalidCode", "the code is not valid UTF-8")
 	}
+	if !s.begin() {
+		return errorAnswer("ServerStopping", "the server is shutting down; no new calls are taken")
+	}
+	defer s.end()
+	if n := s.waiting.Add(1); s.cfg.MaxQueue > 0 && n > int64(s.cfg.MaxQueue) {
+		s.waiting.Add(-1)
+		return errorAnswer("ServerBusy", fmt.Sprintf("the server is busy: %d calls are already waiting for a worker; try again shortly", s.cfg.MaxQueue))
+	}
 	select {
 	case s.slots <- struct{}{}:
+		s.waiting.Add(-1)
 	case <-ctx.Done():
+		s.waiting.Add(-1)
 		return errorAnswer("Cancelled", "the call was cancelled while waiting for a free worker")
+	case <-s.stopping:
+		s.waiting.Add(-1)
+		return errorAnswer("ServerStopping", "the server is shutting down")
 	}
 	defer func() { <-s.slots }()
 
@@ -219,13 +300,11 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	defer deadline.Stop()
 	select {
 	case <-done:
-		if readErr != nil {
-			// A malformed frame or a crash: make sure it is dead, then
-			// say what happened.
-			if !errors.Is(readErr, errWorkerEnded) {
-				p.kill()
-			}
-			readErr = p.describeEnd(readErr)
+		switch {
+		case errors.Is(readErr, errWorkerEnded):
+			readErr = p.exitError()
+		case readErr != nil:
+			p.kill() // it broke the protocol: nothing more it says counts
 		}
 		return col.answer(result, readErr)
 	case <-deadline.C:
@@ -237,6 +316,10 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 		p.kill()
 		<-done
 		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
+	case <-s.stopping:
+		p.kill()
+		<-done
+		return col.answer(nil, errors.New("the server shut down before the call finished; its worker was killed"))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -42,21 +43,25 @@ type language struct {
 	tool  string
 	title string
 	about string // what runs, stated first in the description
+	// inputsIn says where the code finds `inputs`.
+	inputsIn string
 }
 
 var languages = []language{
 	{
-		name:  runtimes.Python,
-		tool:  "execute_python",
-		title: "Run Python",
+		name:     runtimes.Python,
+		tool:     "execute_python",
+		title:    "Run Python",
+		inputsIn: "a global variable in Python",
 		about: "Runs Python 3.11 code (CPython, standard library only: no numpy, no pandas, no pip installs) " +
 			"as a fresh script. stdout, stderr and the value of the last expression (like a notebook cell; " +
 			"JSON when serialisable, else repr) come back.",
 	},
 	{
-		name:  runtimes.JavaScript,
-		tool:  "execute_javascript",
-		title: "Run JavaScript",
+		name:     runtimes.JavaScript,
+		tool:     "execute_javascript",
+		title:    "Run JavaScript",
+		inputsIn: "a global in JavaScript",
 		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh script in global scope; top-level await works. " +
 			"console.log/info/debug write to stdout, console.error/warn to stderr; setTimeout, setInterval, " +
 			"queueMicrotask work. No Node or browser APIs beyond console and timers (no require, process, fetch, " +
@@ -80,13 +85,27 @@ func NewMCPServer(s *Supervisor) *server.MCPServer {
 func (s *Supervisor) tool(l language) mcp.Tool {
 	lim := s.cfg.Limits
 	desc := fmt.Sprintf("%s There is no file system and no network, and nothing is kept between calls: "+
-		"pass earlier results in the code. Limits per call: %s wall time, %s memory, %s each of stdout "+
-		"and stderr (the rest is dropped), %s of code.",
-		l.about, lim.Timeout, lim.Memory, lim.MaxOutput, lim.MaxCode)
+		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
+		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
+		"dropped), %s of code and %s of inputs.",
+		l.about, lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode)
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
+		mcp.WithTitleAnnotation(l.title),
+		// Nothing outside the sandbox changes, and nothing is reachable.
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		// Code may read the clock or random numbers.
+		mcp.WithIdempotentHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
 		mcp.WithString("code", mcp.Required(), mcp.Description("The source code to run.")),
+		mcp.WithNumber("timeout_seconds", mcp.Description(fmt.Sprintf(
+			"Wall-clock limit for this call in seconds (default %g, at most %g).",
+			lim.Timeout.Seconds(), lim.MaxTimeout.Seconds()))),
+		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
+			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
+				"without pasting data into code.", l.inputsIn))),
 		mcp.WithRawOutputSchema(json.RawMessage(outputSchema)),
 	)
 }
@@ -94,6 +113,10 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 // Arguments are a tool call's validated arguments.
 type Arguments struct {
 	Code string
+	// Inputs is the `inputs` object as JSON, or nil.
+	Inputs json.RawMessage
+	// Timeout is timeout_seconds, or zero when absent.
+	Timeout time.Duration
 }
 
 // ParseArguments validates a tool call's arguments as the client sent them.
@@ -111,20 +134,38 @@ func ParseArguments(raw any) (Arguments, error) {
 	if !ok {
 		return Arguments{}, fmt.Errorf("arguments must be an object with a string field \"code\"")
 	}
+	var args Arguments
 	v, ok := m["code"]
 	if !ok {
 		return Arguments{}, fmt.Errorf("missing required argument \"code\" (the source code to run, as a string)")
 	}
-	code, ok := v.(string)
-	if !ok {
+	if args.Code, ok = v.(string); !ok {
 		return Arguments{}, fmt.Errorf("argument \"code\" must be a string, got %s", jsonType(v))
 	}
-	for k := range m {
-		if k != "code" {
-			return Arguments{}, fmt.Errorf("unknown argument %q: the only argument is \"code\"", k)
+	for k, v := range m {
+		switch k {
+		case "code":
+		case "timeout_seconds":
+			f, ok := v.(float64)
+			if !ok || !(f > 0) || f > 1e6 {
+				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" must be a positive number of seconds, got %s", jsonType(v))
+			}
+			args.Timeout = time.Duration(f * float64(time.Second))
+		case "inputs":
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return Arguments{}, fmt.Errorf("argument \"inputs\" must be a JSON object, got %s", jsonType(v))
+			}
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return Arguments{}, fmt.Errorf("argument \"inputs\": %v", err)
+			}
+			args.Inputs = b
+		default:
+			return Arguments{}, fmt.Errorf("unknown argument %q: the arguments are \"code\", \"timeout_seconds\" and \"inputs\"", k)
 		}
 	}
-	return Arguments{Code: code}, nil
+	return args, nil
 }
 
 func jsonType(v any) string {
@@ -149,9 +190,49 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
-		a := s.Execute(ctx, Request{Language: lang, Code: args.Code})
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			stop := reportProgress(ctx, req.Params.Meta.ProgressToken)
+			defer stop()
+		}
+		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout})
 		res := mcp.NewToolResultStructured(a, a.Text())
 		res.IsError = a.IsError()
 		return res, nil
 	}
+}
+
+// progressEvery is how often a running call reports progress.
+const progressEvery = time.Second
+
+// reportProgress sends notifications/progress about once a second while a
+// call runs, with the elapsed seconds as progress, so a client can show the
+// call is alive (and keep its own request timeout from firing). The
+// returned function stops it.
+func reportProgress(ctx context.Context, token mcp.ProgressToken) (stop func()) {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				elapsed := time.Since(start).Truncate(time.Second).Seconds()
+				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+					"progressToken": token,
+					"progress":      elapsed,
+					"message":       fmt.Sprintf("running for %gs", elapsed),
+				})
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -20,7 +20,7 @@ func injectFault(code string, out *ipc.Writer) {
 	}
 	switch strings.TrimSpace(strings.SplitN(code[len(prefix):], "\n", 2)[0]) {
 	case "oversized-frame":
-		_ = out.WriteFrame(ipc.TypeStdout, make([]byte, 300<<20))
+		_ = out.WriteFrame(ipc.TypeStdout, make([]byte, 64<<20))
 	case "malformed-frame":
 		_ = out.WriteFrame(ipc.TypeDone, []byte(`{"result":`))
 	case "unknown-frame":

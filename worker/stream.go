@@ -29,7 +29,8 @@ type stream struct {
 	remaining int64
 	dropped   int64
 	lastFlush time.Time
-	err       error // first error sending to the supervisor
+	pending   *time.Timer // flushes what a quiet guest left buffered
+	err       error       // first error sending to the supervisor
 }
 
 func newStream(out *ipc.Writer, typ ipc.Type, max int64) *stream {
@@ -56,6 +57,10 @@ func (s *stream) Write(p []byte) (int, error) {
 	}
 	if len(s.buf) >= flushSize || time.Since(s.lastFlush) >= flushEvery {
 		s.flushLocked()
+	} else if len(s.buf) > 0 && s.pending == nil {
+		// Output followed by silence (a sleep, a long computation) must
+		// still reach the supervisor before a possible kill.
+		s.pending = time.AfterFunc(flushEvery, func() { _ = s.flush() })
 	}
 	return len(p), nil
 }
@@ -69,6 +74,10 @@ func (s *stream) flush() error {
 }
 
 func (s *stream) flushLocked() {
+	if s.pending != nil {
+		s.pending.Stop()
+		s.pending = nil
+	}
 	s.lastFlush = time.Now()
 	for len(s.buf) > 0 && s.err == nil {
 		n := min(len(s.buf), flushSize)

@@ -24,6 +24,9 @@ import (
 // capsuleBin is the binary under test, built once by TestMain.
 var capsuleBin string
 
+// canary is set in the server's environment; it must never reach a guest.
+const canary = "canary-7f3a9c1e-host-secret"
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "capsule-e2e-")
 	if err != nil {
@@ -62,6 +65,7 @@ type structured struct {
 // server is a running `capsule serve` with a connected client.
 type testServer struct {
 	c      *client.Client
+	cmd    *exec.Cmd
 	stderr *syncBuffer
 }
 
@@ -90,8 +94,15 @@ func startServer(t testing.TB, flags ...string) *testServer {
 	t.Helper()
 	stderr := newSyncBuffer()
 	args := append([]string{"serve"}, flags...)
-	c, err := client.NewStdioMCPClientWithOptions(capsuleBin, []string{"CAPSULE_CACHE_TEST=1"}, args,
-		transport.WithCommandStderrWriter(stderr))
+	var cmd *exec.Cmd
+	c, err := client.NewStdioMCPClientWithOptions(capsuleBin, nil, args,
+		transport.WithCommandStderrWriter(stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd = exec.CommandContext(ctx, command, args...)
+			// A canary in the server's environment: no answer may ever contain it.
+			cmd.Env = append(os.Environ(), "CAPSULE_TEST_CANARY="+canary)
+			return cmd, nil
+		}))
 	if err != nil {
 		t.Fatalf("starting capsule serve: %v", err)
 	}
@@ -109,7 +120,7 @@ func startServer(t testing.TB, flags ...string) *testServer {
 			t.Logf("server stderr:\n%s", stderr.String())
 		}
 	})
-	return &testServer{c: c, stderr: stderr}
+	return &testServer{c: c, cmd: cmd, stderr: stderr}
 }
 
 // call invokes tool with arguments and decodes the structured answer.

@@ -13,6 +13,7 @@ const usage = `capsule runs Python and JavaScript code in WebAssembly sandboxes.
 Usage:
   capsule serve [flags]                          MCP server on stdio
   capsule exec LANG [flags] (-c CODE | FILE | -) run code once and print what it did
+  capsule doctor [--json]                        check each hardening layer and runtime
   capsule version                                print versions
   capsule worker                                 internal: started by capsule itself
 
@@ -43,6 +44,8 @@ func run(args []string) int {
 		return execCommand(args[1:])
 	case "worker":
 		return workerCommand(args[1:])
+	case "doctor":
+		return doctor(args[1:])
 	case "version":
 		return version(args[1:])
 	case "-h", "-help", "--help", "help":

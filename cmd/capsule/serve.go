@@ -2,25 +2,63 @@ package main
 
 import (
 	"context"
-	"github.com/hashicorp/go-hclog"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/server"
 
 	"capsule/supervisor"
 )
 
+const serveSynopsis = "capsule serve [flags]\n\n" +
+	"Serves MCP on stdio, or with --http over Streamable HTTP at " + supervisor.MCPPath + " (stateless, so\n" +
+	"replicas can sit behind any load balancer), with /healthz and /readyz for probes.\n" +
+	"Over HTTP, clients must send 'Authorization: Bearer TOKEN' when a token is set, from the\n" +
+	"environment variable " + supervisor.AuthTokenEnv + " or --auth-token-file; binding an address\n" +
+	"other than loopback without a token is refused.\n" +
+	"On SIGTERM or SIGINT, running calls get --shutdown-grace to finish; a second signal stops at once."
+
+// answerGrace is how long after the shutdown grace the HTTP server waits
+// for handlers whose workers were just killed to write their answers.
+const answerGrace = 2 * time.Second
+
 func serve(args []string) int {
-	fs := newFlagSet("serve", "capsule serve [flags]")
+	fs := newFlagSet("serve", serveSynopsis)
 	e := supervisor.NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
+	opts := supervisor.DefaultServeOptions()
+	opts.RegisterFlags(e)
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
+	if err := opts.Resolve(c.cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "capsule serve:", err)
+		return exitUsage
+	}
 	logger := c.logger("capsule")
+	// Bind before starting any worker, so a taken port or a refused
+	// exposure fails at once and cleanly.
+	var ln net.Listener
+	if opts.HTTP != "" {
+		var err error
+		if ln, err = net.Listen("tcp", opts.HTTP); err != nil {
+			fmt.Fprintln(os.Stderr, "capsule serve:", err)
+			return exitCodeError
+		}
+		defer ln.Close()
+		if err := opts.CheckExposure(ln.Addr()); err != nil {
+			fmt.Fprintln(os.Stderr, "capsule serve:", err)
+			return exitUsage
+		}
+	}
 	c.cfg.Prewarm = true
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
@@ -29,20 +67,94 @@ func serve(args []string) int {
 	}
 	defer sup.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "memory", c.cfg.Limits.Memory,
+		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode,
+		"max_concurrency", c.cfg.MaxConcurrency, "max_queue", c.cfg.MaxQueue)
+	if ln != nil {
+		return serveHTTP(signals, stop, sup, ln, opts, logger)
+	}
+	return serveStdio(signals, stop, sup, opts, logger)
+}
+
+// serveStdio serves MCP on stdin and stdout until stdin closes or a signal
+// arrives. On a signal the supervisor drains first, while the stdio server
+// still writes the running calls' answers; only then does the stdio server
+// stop, since stopping it cancels the calls still running.
+func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts supervisor.ServeOptions, logger hclog.Logger) int {
 	stdio := server.NewStdioServer(supervisor.NewMCPServer(sup))
 	stdio.SetErrorLogger(logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
 	// The stdio server's own pool only hands calls over; the supervisor's
 	// max-concurrency decides how many run, and the rest wait their turn.
 	server.WithWorkerPoolSize(100)(stdio)
 	server.WithQueueSize(10000)(stdio)
-	logger.Info("serving MCP on stdio", "timeout", c.cfg.Limits.Timeout, "memory", c.cfg.Limits.Memory,
-		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode,
-		"max_concurrency", c.cfg.MaxConcurrency)
-	if err := stdio.Listen(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
-		logger.Error("stdio server stopped", "error", err)
-		return exitCodeError
+	listen, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- stdio.Listen(listen, os.Stdin, os.Stdout) }()
+	logger.Info("serving MCP on stdio")
+	select {
+	case err := <-done:
+		// stdin closed: the client is gone, and so are its calls.
+		sup.Shutdown(context.Background())
+		if err != nil {
+			logger.Error("stdio server stopped", "error", err)
+			return exitCodeError
+		}
+		return exitOK
+	case <-signals.Done():
 	}
+	stop() // from now on a second signal ends the process at once
+	drain(sup, opts.ShutdownGrace, logger)
+	cancel()
+	<-done
 	return exitOK
+}
+
+// serveHTTP serves MCP over Streamable HTTP on ln until a signal arrives,
+// then stops accepting and drains.
+func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor, ln net.Listener, opts supervisor.ServeOptions, logger hclog.Logger) int {
+	srv := supervisor.NewHTTPServer(sup, opts, logger)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	// Tests and scripts that bind port 0 read the port from this line.
+	logger.Info("listening", "addr", ln.Addr().String(), "endpoint", supervisor.MCPPath,
+		"auth", opts.AuthToken != "", "max_client_concurrency", opts.MaxClientConcurrency,
+		"max_request_body", opts.MaxRequestBody)
+	select {
+	case err := <-done:
+		logger.Error("HTTP server stopped", "error", err)
+		sup.Shutdown(context.Background())
+		return exitCodeError
+	case <-signals.Done():
+	}
+	stop() // from now on a second signal ends the process at once
+	// Stop accepting and wait for the handlers, while the supervisor lets
+	// running calls finish. The HTTP side waits a little past the grace:
+	// calls killed at its end still have an answer to write.
+	httpCtx, cancel := context.WithTimeout(context.Background(), opts.ShutdownGrace+answerGrace)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Shutdown(httpCtx) }()
+	drain(sup, opts.ShutdownGrace, logger)
+	if err := <-httpDone; err != nil {
+		logger.Warn("HTTP connections still open after the grace period; closing them", "error", err)
+		srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("HTTP server stopped", "error", err)
+	}
+	logger.Info("stopped")
+	return exitOK
+}
+
+// drain lets running calls finish for up to grace, then kills them.
+func drain(sup *supervisor.Supervisor, grace time.Duration, logger hclog.Logger) {
+	logger.Info("shutting down: running calls may finish", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := sup.Shutdown(ctx); err != nil {
+		logger.Warn("grace period over: killed the calls still running", "grace", grace)
+	}
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A snippet is CPU-bound code that times its own compute and ends with
+// the elapsed milliseconds as its last expression (Python: elapsed_ms;
+// JavaScript: elapsed), so the same text runs under capsule and natively
+// and process start-up is never part of the number.
+type snippet struct {
+	name string
+	tool string
+	code string
+}
+
+var pythonSnippets = []snippet{
+	{
+		name: "int loop, 3e6 iterations",
+		tool: toolPython,
+		code: `import time
+t0 = time.perf_counter()
+s = 0
+for i in range(3_000_000):
+    s += i % 7
+elapsed_ms = (time.perf_counter() - t0) * 1000
+elapsed_ms`,
+	},
+	{
+		name: "str/dict, 3e5 words",
+		tool: toolPython,
+		code: `import time
+t0 = time.perf_counter()
+counts = {}
+words = []
+for i in range(300_000):
+    w = "w" + str(i * 7919 % 10007)
+    counts[w] = counts.get(w, 0) + 1
+    words.append(w.upper())
+text = " ".join(words)
+top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+n = len(text.split())
+elapsed_ms = (time.perf_counter() - t0) * 1000
+elapsed_ms`,
+	},
+}
+
+var jsSnippets = []snippet{
+	{
+		name: "int loop, 3e6 iterations",
+		tool: toolJavaScript,
+		code: `const t0 = performance.now();
+let s = 0;
+for (let i = 0; i < 3000000; i++) { s = (s + i % 7) | 0; }
+const elapsed = performance.now() - t0;
+elapsed`,
+	},
+	{
+		name: "string/Map, 2e5 words",
+		tool: toolJavaScript,
+		code: `const t0 = performance.now();
+const counts = new Map();
+const words = [];
+for (let i = 0; i < 200000; i++) {
+  const w = "w" + (i * 7919 % 10007);
+  counts.set(w, (counts.get(w) || 0) + 1);
+  words.push(w.toUpperCase());
+}
+const text = words.join(" ");
+const top = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 10);
+const n = text.split(" ").length;
+const elapsed = performance.now() - t0;
+elapsed`,
+	},
+}
+
+// computeRow is one snippet's medians, in milliseconds: under capsule
+// (timed inside the snippet, and the call's duration_ms) and under each
+// reference runner (timed inside the snippet; NaN when skipped).
+type computeRow struct {
+	snippet   snippet
+	capsule   float64
+	call      float64
+	reference map[string]float64
+}
+
+// Reference runners.
+const (
+	refPython  = "python3"
+	refQuickJS = "node + QuickJS-NG wasm"
+	refNode    = "node"
+)
+
+// runCapsuleSnippet runs sn reps times through s and returns the medians
+// of the in-snippet time and of duration_ms.
+func runCapsuleSnippet(s *server, sn snippet, reps int) (inner, call float64, err error) {
+	var ins, calls []float64
+	for range reps {
+		a, err := s.call(sn.tool, sn.code)
+		if err != nil {
+			return 0, 0, err
+		}
+		v, err := a.resultFloat()
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", sn.name, err)
+		}
+		ins = append(ins, v)
+		calls = append(calls, a.durationMS())
+		time.Sleep(200 * time.Millisecond)
+	}
+	return median(ins), median(calls), nil
+}
+
+// runRef runs a command reps times; each prints the elapsed milliseconds
+// as the last line of its stdout. It returns the median.
+func runRef(reps int, name string, args ...string) (float64, error) {
+	var xs []float64
+	for range reps {
+		cmd := exec.Command(name, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return math.NaN(), fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(errb.String()))
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		v, err := strconv.ParseFloat(strings.TrimSpace(lines[len(lines)-1]), 64)
+		if err != nil {
+			return math.NaN(), fmt.Errorf("%s printed %q, not milliseconds", name, out.String())
+		}
+		xs = append(xs, v)
+	}
+	return median(xs), nil
+}
+
+// nodeRunner is the script that runs a snippet file under node: either
+// inside QuickJS-NG compiled to wasm (quickjs-emscripten, the same
+// release-sync variant capsule embeds) or directly in V8. It prints the
+// snippet's completion value, the elapsed milliseconds.
+const nodeRunner = `"use strict";
+const fs = require("fs");
+const [mode, file] = process.argv.slice(2);
+const code = fs.readFileSync(file, "utf8");
+if (mode === "node") {
+  console.log(String((0, eval)(code)));
+} else {
+  const { newQuickJSWASMModuleFromVariant } = require("quickjs-emscripten-core");
+  const variant = require("@jitl/quickjs-ng-wasmfile-release-sync");
+  newQuickJSWASMModuleFromVariant(variant).then((mod) => {
+    const vm = mod.newContext();
+    const h = vm.unwrapResult(vm.evalCode(code));
+    const v = vm.dump(h);
+    h.dispose();
+    vm.dispose();
+    console.log(String(v));
+  }).catch((e) => { console.error(e); process.exit(1); });
+}
+`
+
+// quickjsPackages are the npm packages the QuickJS-in-node reference
+// needs, pinned to the versions capsule's runtime comes from.
+var quickjsPackages = []string{
+	"quickjs-emscripten-core@0.32.0",
+	"@jitl/quickjs-ng-wasmfile-release-sync@0.32.0",
+}
+
+// nodeSetup prepares dir for the node references: the runner script, and
+// with withQuickJS the pinned packages installed with npm. It returns the
+// installed variant's version, for the report.
+func nodeSetup(dir string, withQuickJS bool) (string, error) {
+	if err := os.WriteFile(filepath.Join(dir, "runner.js"), []byte(nodeRunner), 0o644); err != nil {
+		return "", err
+	}
+	if !withQuickJS {
+		return "", nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", errors.New("npm not found")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	args := append([]string{"install", "--no-audit", "--no-fund", "--silent", "--save-exact"}, quickjsPackages...)
+	cmd := exec.Command("npm", args...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &errb, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("npm install: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var versions []string
+	for _, p := range []string{"quickjs-emscripten-core", "@jitl/quickjs-ng-wasmfile-release-sync", "@jitl/quickjs-ffi-types"} {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", p, "package.json"))
+		if err != nil {
+			return "", fmt.Errorf("npm install left no %s: %w", p, err)
+		}
+		var pj struct{ Version string }
+		if err := json.Unmarshal(b, &pj); err != nil {
+			return "", err
+		}
+		versions = append(versions, p+"@"+pj.Version)
+	}
+	return strings.Join(versions, ", "), nil
+}
+
+// commandVersion returns the first line of `name --version`, or "".
+func commandVersion(name string) string {
+	out, err := exec.Command(name, "--version").CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}

@@ -1,0 +1,520 @@
+// Command capsule-bench measures capsule through MCP stdio, as an agent's
+// host uses it: it starts `capsule serve`, calls execute_python and
+// execute_javascript with mcp-go's client, and prints Markdown tables of
+// latency (pool warm and pool disabled), throughput at several
+// concurrencies, time to the first answer with an empty and a filled
+// compilation cache, compute overhead against native python3 and node
+// (and QuickJS-NG's own wasm build under node), and the peak memory of the
+// server and of one worker, each beside capsule's targets.
+//
+// Usage:
+//
+//	go run ./cmd/capsule-bench -bin bin/capsule [-n 100] [-pause 50ms] [-quick]
+//
+// Progress goes to stderr; the report goes to stdout. Every server gets
+// its compilation cache in a temporary XDG_CACHE_HOME, so the bench never
+// touches the user's cache, and none of the caller's CAPSULE_* variables.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+// options are the bench's flags.
+type options struct {
+	bin        string
+	n          int
+	warmup     int
+	pause      time.Duration
+	duration   time.Duration
+	reps       int
+	quick      bool
+	skipNode   bool
+	skipPython bool
+	cpuprofile string
+}
+
+// hiddenFlags are defined but left out of -help.
+var hiddenFlags = map[string]bool{"cpuprofile": true}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("capsule-bench", flag.ContinueOnError)
+	fs.StringVar(&o.bin, "bin", "bin/capsule", "the capsule binary to measure")
+	fs.IntVar(&o.n, "n", 100, "measured calls per latency row")
+	fs.IntVar(&o.warmup, "warmup", 3, "unmeasured calls before each latency row")
+	fs.DurationVar(&o.pause, "pause", 50*time.Millisecond, "pause between latency calls, as an agent leaves them")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each throughput row keeps calls in flight")
+	fs.IntVar(&o.reps, "reps", 3, "repetitions of each start-up and compute measurement (the median is reported)")
+	fs.BoolVar(&o.quick, "quick", false, "a smoke run: -n 15, -duration 1.5s, -reps 1")
+	fs.BoolVar(&o.skipNode, "skip-node", false, "skip the node references (and the npm install of QuickJS-NG)")
+	fs.BoolVar(&o.skipPython, "skip-python", false, "skip the native python3 reference")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench's own CPU profile to this file")
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: capsule-bench [flags]\n\nMeasures capsule through MCP stdio and prints Markdown tables.\n\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			if hiddenFlags[f.Name] {
+				return
+			}
+			fmt.Fprintf(out, "  -%s\n    \t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["n"] {
+			o.n = 15
+		}
+		if !set["duration"] {
+			o.duration = 1500 * time.Millisecond
+		}
+		if !set["reps"] {
+			o.reps = 1
+		}
+	}
+	if o.n < 1 || o.reps < 1 || o.warmup < 0 || o.duration <= 0 || o.pause < 0 {
+		return o, errors.New("-n and -reps must be at least 1, -warmup, -pause and -duration not negative")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule-bench:", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "capsule-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// began is when the bench started, for the progress log.
+var began = time.Now()
+
+// logf writes a progress line to stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(o options) error {
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%w (run make build first)", err)
+	}
+	tmp, err := os.MkdirTemp("", "capsule-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	r := &report{opts: o, date: time.Now(), machine: readMachine()}
+	if out, err := exec.Command(bin, "version").Output(); err == nil {
+		r.capsuleVersion = strings.TrimSpace(string(out))
+	}
+	b := &bench{o: o, bin: bin, tmp: tmp, cache: filepath.Join(tmp, "cache"), r: r}
+	for _, phase := range []func() error{b.startup, b.warmPool, b.noPool, b.workerMemory, b.compute} {
+		if err := phase(); err != nil {
+			return err
+		}
+	}
+	logf("done in %s", time.Since(began).Round(time.Second))
+	r.print(os.Stdout)
+	return nil
+}
+
+// bench holds what the phases share.
+type bench struct {
+	o   options
+	bin string
+	tmp string
+	// cache is the XDG_CACHE_HOME of every server but the empty-cache
+	// ones; startup fills it.
+	cache string
+	r     *report
+}
+
+// languages are the two tools with their display names and trivial code.
+var languages = []struct {
+	name, tool, flag string
+}{
+	{"Python", toolPython, "--pool-python"},
+	{"JavaScript", toolJavaScript, "--pool-javascript"},
+}
+
+const trivialCode = "1+1"
+
+// noPoolFlags disable both pools.
+var noPoolFlags = []string{"--pool-python", "0", "--pool-javascript", "0"}
+
+// firstAnswer starts a server on cacheHome and times its initialize and
+// its first answer, both from the process start.
+func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, err error) {
+	s, err := startServer(b.bin, cacheHome)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.close()
+	if _, err := s.call(tool, trivialCode); err != nil {
+		return 0, 0, err
+	}
+	return ms(s.initialized.Sub(s.started)), ms(time.Since(s.started)), nil
+}
+
+// startup measures the time from starting serve to the first answer, with
+// an empty compilation cache (a fresh XDG_CACHE_HOME each time) and with a
+// filled one, per language.
+func (b *bench) startup() error {
+	for _, l := range languages {
+		row := startRow{language: l.name}
+		for i := range b.o.reps {
+			home := filepath.Join(b.tmp, fmt.Sprintf("cold-%s-%d", l.tool, i))
+			logf("start-up: %s, empty cache (%d/%d)", l.name, i+1, b.o.reps)
+			in, first, err := b.firstAnswer(home, l.tool)
+			os.RemoveAll(home)
+			if err != nil {
+				return err
+			}
+			row.coldInit = append(row.coldInit, in)
+			row.cold = append(row.cold, first)
+		}
+		b.r.starts = append(b.r.starts, row)
+	}
+	// Fill the shared cache: one call of each language, which also waits
+	// for both modules to be compiled.
+	logf("start-up: filling the compilation cache")
+	s, err := startServer(b.bin, b.cache)
+	if err != nil {
+		return err
+	}
+	for _, l := range languages {
+		if _, err := s.call(l.tool, trivialCode); err != nil {
+			s.close()
+			return err
+		}
+	}
+	s.close()
+	for i, l := range languages {
+		row := &b.r.starts[i]
+		for j := range b.o.reps {
+			logf("start-up: %s, filled cache (%d/%d)", l.name, j+1, b.o.reps)
+			in, first, err := b.firstAnswer(b.cache, l.tool)
+			if err != nil {
+				return err
+			}
+			row.warmInit = append(row.warmInit, in)
+			row.warm = append(row.warm, first)
+		}
+	}
+	return nil
+}
+
+// latency makes n calls one at a time, pausing between them, after warmup
+// unmeasured ones and a second for the pool to fill.
+func (b *bench) latency(s *server, language, tool, pool string) (latencyRow, error) {
+	row := latencyRow{language: language, pool: pool}
+	logf("latency: %s, pool %s, %d calls", language, pool, b.o.n)
+	for range b.o.warmup {
+		if _, err := s.call(tool, trivialCode); err != nil {
+			return row, err
+		}
+		time.Sleep(b.o.pause)
+	}
+	time.Sleep(time.Second)
+	for range b.o.n {
+		a, err := s.call(tool, trivialCode)
+		if err != nil {
+			return row, err
+		}
+		row.wall = append(row.wall, ms(a.wall))
+		row.server = append(row.server, a.durationMS())
+		time.Sleep(b.o.pause)
+	}
+	return row, nil
+}
+
+// throughput keeps conc calls in flight for the configured duration, and
+// counts the calls per second, from the first call to the last answer.
+func (b *bench) throughput(s *server, language, tool string, conc int) (throughputRow, error) {
+	logf("throughput: %s, %d in flight, %s", language, conc, b.o.duration)
+	time.Sleep(time.Second) // let the pool fill after the previous row
+	type result struct {
+		lat []float64
+		err error
+	}
+	results := make(chan result, conc)
+	start := time.Now()
+	for range conc {
+		go func() {
+			var res result
+			for time.Since(start) < b.o.duration {
+				a, err := s.call(tool, trivialCode)
+				if err != nil {
+					res.err = err
+					break
+				}
+				res.lat = append(res.lat, ms(a.wall))
+			}
+			results <- res
+		}()
+	}
+	row := throughputRow{language: language, concurrency: conc}
+	var firstErr error
+	for range conc {
+		res := <-results
+		if res.err != nil && firstErr == nil {
+			firstErr = res.err
+		}
+		row.latencies = append(row.latencies, res.lat...)
+	}
+	row.elapsed = time.Since(start)
+	row.calls = len(row.latencies)
+	return row, firstErr
+}
+
+// warmPool measures latency and throughput with the default pools, then
+// the server's peak RSS.
+func (b *bench) warmPool() error {
+	logf("starting a server with the default pools")
+	s, err := startServer(b.bin, b.cache)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	for _, l := range languages {
+		row, err := b.latency(s, l.name, l.tool, "warm (2)")
+		if err != nil {
+			return err
+		}
+		b.r.latency = append(b.r.latency, row)
+	}
+	for _, l := range languages {
+		for _, c := range []int{1, 2, 8} {
+			row, err := b.throughput(s, l.name, l.tool, c)
+			if err != nil {
+				return err
+			}
+			b.r.throughput = append(b.r.throughput, row)
+		}
+	}
+	m, err := readMem(s.pid())
+	if err != nil {
+		return err
+	}
+	b.r.serverMem = m
+	return nil
+}
+
+// noPool measures latency with both pools disabled.
+func (b *bench) noPool() error {
+	logf("starting a server with the pools disabled")
+	s, err := startServer(b.bin, b.cache, noPoolFlags...)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	for _, l := range languages {
+		row, err := b.latency(s, l.name, l.tool, "off (0)")
+		if err != nil {
+			return err
+		}
+		b.r.latency = append(b.r.latency, row)
+	}
+	return nil
+}
+
+// longCode keeps a worker busy for about a second.
+var longCode = map[string]string{
+	toolPython:     "import time\nfor _ in range(10):\n    time.sleep(0.1)\n1",
+	toolJavaScript: "const t = Date.now();\nwhile (Date.now() - t < 1000) {}\n1",
+}
+
+// workerMemory reads one worker's memory per language. The server keeps
+// one ready worker of that language and none of the other, so its only
+// child is that worker: read idle, then while it runs a one-second call
+// (the pool hands exactly that worker the call).
+func (b *bench) workerMemory() error {
+	for _, l := range languages {
+		flags := append([]string{}, noPoolFlags...)
+		for i := range flags {
+			if flags[i] == l.flag {
+				flags[i+1] = "1"
+			}
+		}
+		logf("memory: one %s worker", l.name)
+		row, err := b.oneWorker(l.name, l.tool, flags)
+		if err != nil {
+			return err
+		}
+		b.r.workerMem = append(b.r.workerMem, row)
+	}
+	return nil
+}
+
+func (b *bench) oneWorker(language, tool string, flags []string) (workerMemRow, error) {
+	row := workerMemRow{language: language}
+	s, err := startServer(b.bin, b.cache, flags...)
+	if err != nil {
+		return row, err
+	}
+	defer s.close()
+	if _, err := s.call(tool, trivialCode); err != nil {
+		return row, err
+	}
+	// The pool refills; the other language's cache-filling worker exits.
+	deadline := time.Now().Add(10 * time.Second)
+	var kids []int
+	for {
+		time.Sleep(300 * time.Millisecond)
+		kids = children(s.pid())
+		if len(kids) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(kids) != 1 {
+		return row, fmt.Errorf("memory: the server has %d children, want exactly its one ready worker", len(kids))
+	}
+	pid := kids[0]
+	if row.idle, err = readMem(pid); err != nil {
+		return row, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.call(tool, longCode[tool])
+		done <- err
+	}()
+	time.Sleep(700 * time.Millisecond)
+	busy, busyErr := readMem(pid)
+	if err := <-done; err != nil {
+		return row, err
+	}
+	if busyErr != nil {
+		return row, fmt.Errorf("memory: worker %d during the call: %w", pid, busyErr)
+	}
+	row.busy = busy
+	// The worker that ran the call exits after it: that confirms it was
+	// the one measured.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		if m, err := readMem(pid); err == nil && m.RSS > 0 {
+			row.note = "the measured worker outlived the call: it may not be the one that ran it"
+		}
+	}
+	return row, nil
+}
+
+// compute runs the CPU-bound snippets under capsule and the references.
+func (b *bench) compute() error {
+	logf("compute: starting a server with the default pools")
+	s, err := startServer(b.bin, b.cache)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	r := b.r
+	for _, sn := range pythonSnippets {
+		logf("compute: Python %s", sn.name)
+		row := computeRow{snippet: sn, reference: map[string]float64{}}
+		if row.capsule, row.call, err = runCapsuleSnippet(s, sn, b.o.reps); err != nil {
+			return err
+		}
+		if b.o.skipPython {
+			r.pythonNote = "skipped (-skip-python)"
+		} else if _, err := exec.LookPath("python3"); err != nil {
+			r.pythonNote = "skipped: no python3 on PATH"
+		} else {
+			r.pythonVersion = commandVersion("python3")
+			v, err := runRef(b.o.reps, "python3", "-c", sn.code+"\nprint(elapsed_ms)")
+			if err != nil {
+				return err
+			}
+			row.reference[refPython] = v
+		}
+		r.computePy = append(r.computePy, row)
+	}
+
+	haveNode := false
+	if b.o.skipNode {
+		r.nodeNote = "skipped (-skip-node)"
+	} else if _, err := exec.LookPath("node"); err != nil {
+		r.nodeNote = "skipped: no node on PATH"
+	} else {
+		haveNode = true
+		r.nodeVersion = commandVersion("node")
+	}
+	nodeDir := filepath.Join(b.tmp, "node")
+	haveQuickJS := false
+	if haveNode {
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return err
+		}
+		logf("compute: npm install %s", strings.Join(quickjsPackages, " "))
+		v, err := nodeSetup(nodeDir, true)
+		if err != nil {
+			r.quickjsNote = "skipped: " + err.Error()
+			if _, err := nodeSetup(nodeDir, false); err != nil {
+				return err
+			}
+		} else {
+			haveQuickJS = true
+			r.quickjsVersions = v
+		}
+	}
+	for i, sn := range jsSnippets {
+		logf("compute: JavaScript %s", sn.name)
+		row := computeRow{snippet: sn, reference: map[string]float64{}}
+		if row.capsule, row.call, err = runCapsuleSnippet(s, sn, b.o.reps); err != nil {
+			return err
+		}
+		if haveNode {
+			file := filepath.Join(nodeDir, fmt.Sprintf("snippet%d.js", i))
+			if err := os.WriteFile(file, []byte(sn.code), 0o644); err != nil {
+				return err
+			}
+			runner := filepath.Join(nodeDir, "runner.js")
+			if haveQuickJS {
+				if row.reference[refQuickJS], err = runRef(b.o.reps, "node", runner, "quickjs", file); err != nil {
+					return err
+				}
+			}
+			if row.reference[refNode], err = runRef(b.o.reps, "node", runner, "node", file); err != nil {
+				return err
+			}
+		}
+		r.computeJS = append(r.computeJS, row)
+	}
+	return nil
+}

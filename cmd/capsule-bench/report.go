@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Targets capsule is measured against.
+var (
+	targetP50 = map[string]float64{"Python": 10, "JavaScript": 5}
+	// targetThroughput is for 2 calls in flight.
+	targetThroughput = map[string]float64{"Python": 8, "JavaScript": 80}
+)
+
+const (
+	targetWarmStartMS = 300
+	targetColdStartMS = 3000
+)
+
+// latencyRow is one language and pool setting, in milliseconds.
+type latencyRow struct {
+	language, pool string
+	wall           []float64 // client round trips
+	server         []float64 // the answers' duration_ms
+}
+
+// throughputRow is one language at one concurrency.
+type throughputRow struct {
+	language    string
+	concurrency int
+	calls       int
+	elapsed     time.Duration
+	latencies   []float64
+}
+
+func (t throughputRow) perSecond() float64 { return float64(t.calls) / t.elapsed.Seconds() }
+
+// startRow is one language's start-up times, in milliseconds from the
+// server's start.
+type startRow struct {
+	language       string
+	coldInit, cold []float64
+	warmInit, warm []float64
+}
+
+// workerMemRow is one worker's memory, ready and idle, then running.
+type workerMemRow struct {
+	language   string
+	idle, busy memStatus
+	note       string
+}
+
+// report is everything measured.
+type report struct {
+	opts           options
+	date           time.Time
+	machine        machine
+	capsuleVersion string
+
+	starts     []startRow
+	latency    []latencyRow
+	throughput []throughputRow
+	serverMem  memStatus
+	workerMem  []workerMemRow
+
+	computePy, computeJS []computeRow
+	pythonVersion        string
+	pythonNote           string
+	nodeVersion          string
+	nodeNote             string
+	quickjsVersions      string
+	quickjsNote          string
+}
+
+// print writes the report as Markdown.
+func (r *report) print(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	m := r.machine
+	p("## Benchmarks")
+	p("")
+	p("Measured by `make bench` (`cmd/capsule-bench`) on %s.", r.date.UTC().Format("2006-01-02 15:04 MST"))
+	p("")
+	p("- machine: %d CPUs, %s, %s", m.CPUs, m.CPU, m.Kernel)
+	p("- bench built with %s; %s", m.GoBench, strings.ReplaceAll(r.capsuleVersion, "\n", "; "))
+	p("- every call goes through MCP stdio (mcp-go client → `capsule serve`), default limits; " +
+		"`--max-concurrency` is the number of CPUs")
+	p("")
+
+	p("### Latency")
+	p("")
+	p("Trivial code (`%s`), one call at a time with %s between calls, %d calls per row after %d unmeasured. "+
+		"Round trip measured by the client; the server's own `duration_ms` beside it.", trivialCode, r.opts.pause, r.opts.n, r.opts.warmup)
+	p("")
+	p("| language | pool | p50 | p95 | p99 | server p50 | target p50 | |")
+	p("|---|---|---:|---:|---:|---:|---:|---|")
+	for _, l := range r.latency {
+		p50 := percentile(l.wall, 50)
+		target, check := "", ""
+		if strings.HasPrefix(l.pool, "warm") {
+			t := targetP50[l.language]
+			target, check = "≤ "+fmtMS(t), verdict(p50 <= t)
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |", l.language, l.pool, fmtMS(p50),
+			fmtMS(percentile(l.wall, 95)), fmtMS(percentile(l.wall, 99)), fmtMS(percentile(l.server, 50)), target, check)
+	}
+	p("")
+
+	p("### Throughput")
+	p("")
+	p("Trivial code, default pools (2 ready workers per language), calls back to back for %s per row.", r.opts.duration)
+	p("")
+	p("| language | in flight | calls | calls/s | p50 latency | p95 latency | target | |")
+	p("|---|---:|---:|---:|---:|---:|---:|---|")
+	for _, t := range r.throughput {
+		target, check := "", ""
+		if t.concurrency == 2 {
+			v := targetThroughput[t.language]
+			target, check = fmt.Sprintf("≥ %.0f/s", v), verdict(t.perSecond() >= v)
+		}
+		p("| %s | %d | %d | %.1f | %s | %s | %s | %s |", t.language, t.concurrency, t.calls, t.perSecond(),
+			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 95)), target, check)
+	}
+	p("")
+
+	p("### Start-up")
+	p("")
+	p("From starting `capsule serve` to the first answer of a `%s` call, initialize included; "+
+		"median of %d. Empty cache: a fresh `XDG_CACHE_HOME` each time, so the server compiles both modules.",
+		trivialCode, r.opts.reps)
+	p("")
+	p("| language | cache | initialize answered | first answer | target | |")
+	p("|---|---|---:|---:|---:|---|")
+	for _, s := range r.starts {
+		cold, warm := median(s.cold), median(s.warm)
+		p("| %s | empty | %s | %s | ≤ %s | %s |", s.language, fmtMS(median(s.coldInit)), fmtMS(cold),
+			fmtMS(targetColdStartMS), verdict(cold <= targetColdStartMS))
+		p("| %s | filled | %s | %s | ≤ %s | %s |", s.language, fmtMS(median(s.warmInit)), fmtMS(warm),
+			fmtMS(targetWarmStartMS), verdict(warm <= targetWarmStartMS))
+	}
+	p("")
+
+	p("### Compute overhead")
+	p("")
+	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript `performance.now`) "+
+		"and returns the elapsed milliseconds, so process and interpreter start-up are not included. "+
+		"Each runs in a fresh process (a fresh capsule call, or a new `python3`/`node`); median of %d. "+
+		"\"capsule call\" is the call's `duration_ms` (worker taken from the pool to answer).", r.opts.reps)
+	p("")
+	pyRef := r.pythonVersion
+	if pyRef == "" {
+		pyRef = "python3: " + r.pythonNote
+	}
+	p("| Python snippet | capsule | capsule call | %s | capsule ÷ native |", pyRef)
+	p("|---|---:|---:|---:|---:|")
+	for _, c := range r.computePy {
+		native := refValue(c, refPython)
+		p("| %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(native), fmtRatio(c.capsule, native))
+	}
+	p("")
+	nodeRef := r.nodeVersion
+	if nodeRef == "" {
+		nodeRef = r.nodeNote
+	}
+	p("| JavaScript snippet | capsule | capsule call | QuickJS-NG wasm in node | node (V8) | capsule ÷ QuickJS in node | capsule ÷ node |")
+	p("|---|---:|---:|---:|---:|---:|---:|")
+	for _, c := range r.computeJS {
+		q, n := refValue(c, refQuickJS), refValue(c, refNode)
+		p("| %s | %s | %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(q), fmtMS(n),
+			fmtRatio(c.capsule, q), fmtRatio(c.capsule, n))
+	}
+	p("")
+	p("node: %s.", nodeRef)
+	switch {
+	case r.quickjsVersions != "":
+		p("QuickJS-NG in node: %s, installed by the bench with npm; `evalCode` in a fresh context, "+
+			"the wasm run by V8 (capsule runs the same variant, rewritten to own its memory, under wazero's compiler).",
+			r.quickjsVersions)
+	case r.quickjsNote != "":
+		p("QuickJS-NG in node: %s.", r.quickjsNote)
+	}
+	p("")
+
+	p("### Memory")
+	p("")
+	p("From `/proc/PID/status`. The server's peak is read after the latency and throughput runs. " +
+		"A worker is read when ready and waiting in the pool, then 0.7 s into a one-second call " +
+		"(Python: `time.sleep` loop; JavaScript: busy loop).")
+	p("")
+	p("| process | VmRSS | VmHWM (peak) |")
+	p("|---|---:|---:|")
+	p("| server (`capsule serve`) | %s | %s |", fmtMiB(r.serverMem.RSS), fmtMiB(r.serverMem.HWM))
+	for _, wm := range r.workerMem {
+		p("| %s worker, ready | %s | %s |", wm.language, fmtMiB(wm.idle.RSS), fmtMiB(wm.idle.HWM))
+		p("| %s worker, running | %s | %s |", wm.language, fmtMiB(wm.busy.RSS), fmtMiB(wm.busy.HWM))
+	}
+	for _, wm := range r.workerMem {
+		if wm.note != "" {
+			p("")
+			p("%s: %s.", wm.language, wm.note)
+		}
+	}
+}
+
+// refValue is a reference's time, NaN when it did not run.
+func refValue(c computeRow, ref string) float64 {
+	if v, ok := c.reference[ref]; ok {
+		return v
+	}
+	return math.NaN()
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Tool names, as capsule serves them.
+const (
+	toolPython     = "execute_python"
+	toolJavaScript = "execute_javascript"
+)
+
+// callTimeout bounds one tool call made by the bench.
+const callTimeout = 2 * time.Minute
+
+// structured mirrors the tools' structuredContent; only the fields the
+// bench reads.
+type structured struct {
+	Stdout     string          `json:"stdout"`
+	Stderr     string          `json:"stderr"`
+	Result     json.RawMessage `json:"result"`
+	DurationMS float64         `json:"duration_ms"`
+	Error      *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Limit *string `json:"limit"`
+}
+
+// server is a running `capsule serve` with an initialised MCP session.
+type server struct {
+	c      *client.Client
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	// started is when the process was started; initialized when the
+	// initialize answer arrived.
+	started     time.Time
+	initialized time.Time
+}
+
+// lockedBuffer collects the server's log for error messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// tail returns the last n bytes of the log.
+func (b *lockedBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// serverEnv is the bench's environment for the server: the compilation
+// cache under cacheHome, and none of the caller's CAPSULE_* settings, so
+// that only the flags the bench passes decide the configuration.
+func serverEnv(cacheHome string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CAPSULE_") || strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "XDG_CACHE_HOME="+cacheHome)
+}
+
+// startServer starts `bin serve flags...` with its compilation cache under
+// cacheHome and initialises an MCP session with it.
+func startServer(bin, cacheHome string, flags ...string) (*server, error) {
+	s := &server{stderr: &lockedBuffer{}}
+	mk := func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Env = serverEnv(cacheHome)
+		cmd.Stderr = s.stderr
+		s.cmd = cmd
+		return cmd, nil
+	}
+	args := append([]string{"serve"}, flags...)
+	s.started = time.Now()
+	c, err := client.NewStdioMCPClientWithOptions(bin, nil, args, transport.WithCommandFunc(mk))
+	if err != nil {
+		return nil, fmt.Errorf("starting %s serve: %w", bin, err)
+	}
+	s.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "capsule-bench", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		s.close()
+		return nil, fmt.Errorf("initialize: %w\nserver log:\n%s", err, s.stderr.tail(4000))
+	}
+	s.initialized = time.Now()
+	return s, nil
+}
+
+// pid is the server's process id.
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// close ends the session, which makes the server exit, and waits for it.
+func (s *server) close() {
+	if s.c != nil {
+		_ = s.c.Close()
+	}
+}
+
+// answer is one tool call as the bench saw it.
+type answer struct {
+	// wall is the client-side round trip: request written to answer read.
+	wall time.Duration
+	st   structured
+}
+
+// durationMS is the server's own duration_ms of the call.
+func (a answer) durationMS() float64 { return a.st.DurationMS }
+
+// resultFloat decodes the call's result as a number.
+func (a answer) resultFloat() (float64, error) {
+	var f float64
+	if err := json.Unmarshal(a.st.Result, &f); err != nil {
+		return 0, fmt.Errorf("result %s is not a number: %w", a.st.Result, err)
+	}
+	return f, nil
+}
+
+// call runs code with tool and fails unless the code ran without error.
+func (s *server) call(tool, code string) (answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = map[string]any{"code": code}
+	start := time.Now()
+	res, err := s.c.CallTool(ctx, req)
+	wall := time.Since(start)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s: %w\nserver log:\n%s", tool, err, s.stderr.tail(4000))
+	}
+	a := answer{wall: wall}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return a, err
+		}
+		if err := json.Unmarshal(b, &a.st); err != nil {
+			return a, fmt.Errorf("%s: structuredContent %s: %w", tool, b, err)
+		}
+	}
+	if res.IsError {
+		msg := "no structured error"
+		if a.st.Error != nil {
+			msg = a.st.Error.Type + ": " + a.st.Error.Message
+		}
+		return a, fmt.Errorf("%s: the call failed: %s", tool, msg)
+	}
+	if a.st.Result == nil {
+		return a, errors.New(tool + ": the answer has no structuredContent")
+	}
+	return a, nil
+}

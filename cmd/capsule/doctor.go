@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"capsule/runtimes"
+	"capsule/supervisor"
+	"capsule/supervisor/isolation"
+	"capsule/worker/lockdown"
+)
+
+// doctorLayer is one line of `capsule doctor`.
+type doctorLayer struct {
+	Name   string `json:"-"`
+	Active bool   `json:"active"`
+	Reason string `json:"reason"`
+	// Hardening layers make --require-hardening fail; runtimes always do.
+	hardening bool
+}
+
+func doctor(args []string) int {
+	fs := newFlagSet("doctor", "capsule doctor [--json] [flags]\n\n"+
+		"Checks each hardening layer and each runtime (loading, then one trivial execution).\n"+
+		"Exit status 1 when a runtime fails, or when a layer is unavailable and --require-hardening is set.")
+	e := supervisor.NewEnvFlags(fs)
+	var c commonFlags
+	c.register(e, fs)
+	asJSON := fs.Bool("json", false, "print a JSON object keyed by layer name")
+	c.logLevel = "error"
+	if status, ok := parse(e, args); !ok {
+		return status
+	}
+	layers := hardeningLayers(c.cfg.Isolation)
+	// The runtimes are checked through the real path, hardening included,
+	// but a missing layer must not stop the doctor from reporting.
+	c.cfg.RequireHardening = false
+	sup, err := c.newSupervisor(c.logger("capsule"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule doctor:", err)
+		return exitCodeError
+	}
+	defer sup.Close()
+	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
+		layers = append(layers, checkRuntime(sup, lang))
+	}
+
+	status := exitOK
+	for _, l := range layers {
+		if !l.Active && (!l.hardening || c.cfg.RequireHardening) {
+			status = exitCodeError
+		}
+	}
+	if *asJSON {
+		m := make(map[string]doctorLayer, len(layers))
+		for _, l := range layers {
+			m[l.Name] = l
+		}
+		b, _ := json.MarshalIndent(m, "", "  ")
+		fmt.Println(string(b))
+		return status
+	}
+	for _, l := range layers {
+		state := "active"
+		if !l.Active {
+			state = "unavailable"
+		}
+		fmt.Printf("%-13s %-12s %s\n", l.Name, state, l.Reason)
+	}
+	return status
+}
+
+// hardeningLayers reports the OS layers a worker would get on this machine.
+func hardeningLayers(opts isolation.Options) []doctorLayer {
+	var out []doctorLayer
+	lock := lockdown.Probe()
+	for _, name := range []string{lockdown.LayerSeccomp, lockdown.LayerLandlock, lockdown.LayerNoNewPrivs} {
+		l, _ := lock.Layer(name)
+		out = append(out, doctorLayer{Name: name, Active: l.Active, Reason: l.Reason, hardening: true})
+	}
+	_, iso := isolation.SysProcAttr(opts)
+	ns := doctorLayer{Name: "namespaces", Active: true, hardening: true}
+	var reasons []string
+	for _, l := range iso.Layers {
+		if !l.Active {
+			ns.Active = false
+		}
+		if strings.HasSuffix(l.Name, "_ns") {
+			state := "active"
+			if !l.Active {
+				state = "unavailable: " + l.Reason
+			}
+			reasons = append(reasons, fmt.Sprintf("%s %s", strings.TrimSuffix(l.Name, "_ns"), state))
+		} else if !l.Active {
+			reasons = append(reasons, fmt.Sprintf("%s unavailable: %s", l.Name, l.Reason))
+		}
+	}
+	ns.Reason = strings.Join(reasons, ", ")
+	out = append(out, ns)
+	l, _ := lock.Layer(lockdown.LayerRlimits)
+	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason, hardening: true})
+	return out
+}
+
+// checkRuntime loads a runtime in a real worker and runs 1+1.
+func checkRuntime(sup *supervisor.Supervisor, lang string) doctorLayer {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := sup.Execute(ctx, supervisor.Request{Language: lang, Code: "1 + 1"})
+	l := doctorLayer{Name: lang}
+	switch {
+	case a.Error != nil:
+		l.Reason = fmt.Sprintf("1 + 1 failed: %s: %s", a.Error.Type, a.Error.Message)
+	case string(a.Result) != "2":
+		l.Reason = fmt.Sprintf("1 + 1 gave %s", a.Result)
+	default:
+		l.Active = true
+		l.Reason = fmt.Sprintf("loaded and ran 1 + 1 in a locked-down worker in %.0f ms", a.DurationMS)
+	}
+	return l
+}

@@ -1,0 +1,420 @@
+package main
+
+// Proof that the OS layers hold, seen from outside a live worker, and that
+// hostile code and misbehaving workers always get a clear answer while the
+// server keeps serving and leaks nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// children lists the live child processes of pid.
+func children(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil && alive(n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+func fdCount(t testing.TB, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("reading fds of %d: %v", pid, err)
+	}
+	return len(entries)
+}
+
+// eventually polls cond for up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// procStatus reads one field of /proc/PID/status.
+func procStatus(pid int, field string) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// runningWorker starts code in the background and returns the pid of the
+// worker running it (the server runs without a pool, so it is the only
+// child) and a channel closed when the call has answered.
+func runningWorker(t *testing.T, s *testServer, tool, code string) (int, <-chan struct{}) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Not s.call: the call may fail on purpose (the server is killed).
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		req.Params.Arguments = map[string]any{"code": code}
+		_, _ = s.c.CallTool(context.Background(), req)
+	}()
+	var pid int
+	if !eventually(20*time.Second, func() bool {
+		for _, c := range children(s.cmd.Process.Pid) {
+			if procStatus(c, "Seccomp") == "2" {
+				pid = c
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no locked-down worker appeared; children: %v", children(s.cmd.Process.Pid))
+	}
+	return pid, done
+}
+
+var noPool = []string{"--pool-python", "0", "--pool-javascript", "0"}
+
+// settle waits for the start-up warm-up workers to finish.
+func settle(t *testing.T, s *testServer) {
+	t.Helper()
+	s.call(t, "execute_python", "1")
+	s.call(t, "execute_javascript", "1")
+	if !eventually(20*time.Second, func() bool { return len(children(s.cmd.Process.Pid)) == 0 }) {
+		t.Fatalf("workers still running after warm-up: %v", children(s.cmd.Process.Pid))
+	}
+}
+
+func TestLiveWorkerIsLockedDown(t *testing.T) {
+	s := startServer(t, noPool...)
+	settle(t, s)
+	for _, tc := range []struct{ tool, code string }{
+		{"execute_python", "import time\ntime.sleep(3)"},
+		{"execute_javascript", "await new Promise(r => setTimeout(r, 3000))"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			pid, done := runningWorker(t, s, tc.tool, tc.code)
+			if got := procStatus(pid, "Seccomp"); got != "2" {
+				t.Errorf("Seccomp = %q, want 2 (filter mode)", got)
+			}
+			if got := procStatus(pid, "NoNewPrivs"); got != "1" {
+				t.Errorf("NoNewPrivs = %q, want 1", got)
+			}
+			for _, ns := range []string{"user", "net", "pid", "ipc", "uts", "mnt"} {
+				mine, _ := os.Readlink("/proc/self/ns/" + ns)
+				theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+				if err != nil || theirs == mine {
+					t.Errorf("%s namespace: worker %q, test %q (%v): want its own", ns, theirs, mine, err)
+				}
+			}
+			uidMap, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", pid))
+			if f := strings.Fields(string(uidMap)); len(f) != 3 || f[0] != "65534" || f[2] != "1" {
+				t.Errorf("uid_map = %q, want 65534 mapped alone", uidMap)
+			}
+			if got := procStatus(pid, "NSpid"); !strings.HasSuffix(got, "\t1") && !strings.HasSuffix(got, " 1") {
+				t.Errorf("NSpid = %q, want pid 1 in its own namespace", got)
+			}
+			<-done
+		})
+	}
+}
+
+func TestServerKilledLeavesNoWorker(t *testing.T) {
+	s := startServer(t, noPool...)
+	settle(t, s)
+	pid, _ := runningWorker(t, s, "execute_python", "while True:\n    pass")
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(5*time.Second, func() bool { return !alive(pid) }) {
+		t.Fatalf("worker %d survived the server's SIGKILL", pid)
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	s := startServer(t, append(noPool, "--timeout", "1s")...)
+	settle(t, s)
+	pid, done := runningWorker(t, s, "execute_python", "while True:\n    pass")
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil || pgid != pid {
+		t.Fatalf("worker %d is in process group %d (%v), want its own", pid, pgid, err)
+	}
+	<-done
+	if !eventually(5*time.Second, func() bool { return syscall.Kill(-pgid, 0) == syscall.ESRCH }) {
+		t.Fatalf("process group %d still has members after the timeout", pgid)
+	}
+}
+
+// abuse is one hostile input. check, when set, looks at the answer beyond
+// "it is a clear answer".
+type abuse struct {
+	name  string
+	tool  string
+	code  string
+	raw   json.RawMessage // arguments sent as they are, instead of code
+	check func(t *testing.T, st structured)
+}
+
+func (a abuse) call(t *testing.T, s *testServer) (*mcp.CallToolResult, structured) {
+	if a.raw != nil {
+		return s.callArgs(t, a.tool, a.raw)
+	}
+	return s.call(t, a.tool, a.code)
+}
+
+func wantLimit(limit string) func(*testing.T, structured) {
+	return func(t *testing.T, st structured) {
+		if st.Limit == nil || *st.Limit != limit {
+			t.Errorf("limit = %s, want %s; error %+v", fmtLimit(st.Limit), limit, st.Error)
+		}
+	}
+}
+
+func fmtLimit(l *string) string {
+	if l == nil {
+		return "null"
+	}
+	return *l
+}
+
+func wantError(t *testing.T, st structured) {
+	if st.Error == nil {
+		t.Errorf("want an error, got result %s stdout %q", st.Result, st.Stdout)
+	}
+}
+
+func abuseCorpus() []abuse {
+	big := strings.Repeat("x = 1\n", 5<<20/6+1) // over 5 MB
+	py := func(name, code string, check func(*testing.T, structured)) abuse {
+		return abuse{name: "python/" + name, tool: "execute_python", code: code, check: check}
+	}
+	js := func(name, code string, check func(*testing.T, structured)) abuse {
+		return abuse{name: "javascript/" + name, tool: "execute_javascript", code: code, check: check}
+	}
+	return []abuse{
+		py("read host file", "open('/etc/passwd').read()", wantError),
+		py("read /proc", "open('/proc/self/environ').read()", wantError),
+		py("write host file", "open('/tmp/capsule-pwned', 'w').write('x')", wantError),
+		py("list host dirs", "import os\nsorted(set(os.listdir('/')) & {'etc', 'proc', 'home', 'root', 'tmp', 'dev'})",
+			func(t *testing.T, st structured) {
+				if st.Error == nil && string(st.Result) != "[]" {
+					t.Errorf("host directories visible: %s", st.Result)
+				}
+			}),
+		py("socket connect", "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 22))", wantError),
+		py("environment", "import os\ndict(os.environ)", nil),
+		py("subprocess", "import subprocess\nsubprocess.run(['/bin/ls'])", wantError),
+		py("os.system", "import os\nos.system('ls')", nil),
+		py("fork", "import os\nos.fork()", wantError),
+		py("infinite loop", "while True:\n    pass", wantLimit("timeout")),
+		py("memory bomb", "a = []\nwhile True:\n    a.append(' ' * (1 << 20))", wantLimit("memory")),
+		py("string doubling", "s = 'x'\nwhile True:\n    s += s", wantLimit("memory")),
+		py("deep recursion", "def f(n):\n    return f(n + 1)\nf(0)", wantError),
+		py("stdout flood", "while True:\n    print('y' * 1000)", wantLimit("timeout")),
+		py("stderr flood", "import sys\nfor i in range(10**5):\n    sys.stderr.write('z' * 100)", wantLimit("output")),
+		py("5 MB of code", big, wantLimit("code_size")),
+		py("NUL byte", "x = 1\x00\n", wantError),
+		py("lone surrogate", "s = '\xed\xa0\x80'\nlen(s)", nil),
+		{name: "python/lone surrogate escape", tool: "execute_python",
+			raw: json.RawMessage(`{"code": "s = '\ud800'\nlen(s)"}`)},
+		py("sys.exit", "import sys\nsys.exit(5)", nil),
+		js("read host file", "[typeof require, typeof std, typeof os, typeof Deno]", nil),
+		js("module import", "await import('os')", wantError),
+		js("fetch", "await fetch('http://127.0.0.1/')", wantError),
+		js("environment", "typeof process === 'undefined' ? 'none' : JSON.stringify(process.env)", nil),
+		js("eval escape", "(function(){ return this })().constructor.constructor('return typeof process')()", nil),
+		js("infinite loop", "for (;;) {}", wantLimit("timeout")),
+		js("memory bomb", "const a = []; for (;;) a.push(new Float64Array(1 << 20))", wantLimit("memory")),
+		js("string doubling", "let s = 'x'; for (;;) s += s", wantError),
+		js("deep recursion", "const f = n => f(n + 1) + 1; f(0)", wantError),
+		js("stdout flood", "for (;;) console.log('y'.repeat(1000))", wantLimit("timeout")),
+		js("stderr flood", "for (let i = 0; i < 1e5; i++) console.error('z'.repeat(100))", wantLimit("output")),
+		js("5 MB of code", big, wantLimit("code_size")),
+		js("NUL byte", "let x = 1\x00", wantError),
+		js("lone surrogate", "'\xed\xa0\x80'.length", nil),
+		{name: "javascript/lone surrogate escape", tool: "execute_javascript",
+			raw: json.RawMessage(`{"code": "'\ud800'.length"}`)},
+	}
+}
+
+func TestAbuseCorpus(t *testing.T) {
+	s := startServer(t, append(noPool, "--timeout", "2s", "--memory", "64MiB")...)
+	settle(t, s)
+	server := s.cmd.Process.Pid
+	fdsBefore := fdCount(t, server)
+
+	corpus := abuseCorpus()
+	for _, a := range corpus {
+		t.Run(a.name, func(t *testing.T) {
+			res, st := a.call(t, s)
+			if res.IsError && (st.Error == nil || st.Error.Message == "" && st.Error.Traceback == "") {
+				t.Errorf("an error answer without a message: %q", text(res))
+			}
+			if strings.Contains(text(res), canary) {
+				t.Errorf("the host environment leaked into the answer: %q", text(res))
+			}
+			if a.check != nil {
+				a.check(t, st)
+			}
+		})
+	}
+
+	t.Run("64 concurrent calls", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := 0; i < 64; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				a := corpus[i%len(corpus)]
+				res, st := a.call(t, s)
+				if strings.Contains(text(res), canary) {
+					t.Errorf("%s: the host environment leaked", a.name)
+				}
+				// Under contention a flood may hit the timeout before the
+				// output limit: only a clear answer is required here.
+				if res.IsError && (st.Error == nil || st.Error.Message == "" && st.Error.Traceback == "") {
+					t.Errorf("%s: an error answer without a message: %q", a.name, text(res))
+				}
+			}(i)
+		}
+		wg.Wait()
+	})
+
+	assertHealthy(t, s, fdsBefore)
+}
+
+// assertHealthy checks that the server still answers correctly, that no
+// worker process remains, and that its open files are back to fdsBefore.
+func assertHealthy(t *testing.T, s *testServer, fdsBefore int) {
+	t.Helper()
+	_, st := s.call(t, "execute_python", "sum(range(10))")
+	if string(st.Result) != "45" {
+		t.Errorf("a normal Python call after the corpus: result %s", st.Result)
+	}
+	_, st = s.call(t, "execute_javascript", "[1, 2, 3].map(x => x * 2)")
+	if string(st.Result) != "[2,4,6]" {
+		t.Errorf("a normal JavaScript call after the corpus: result %s", st.Result)
+	}
+	server := s.cmd.Process.Pid
+	if !eventually(10*time.Second, func() bool { return len(children(server)) == 0 }) {
+		t.Errorf("worker processes remain: %v", children(server))
+	}
+	var fds int
+	if !eventually(10*time.Second, func() bool { fds = fdCount(t, server); return fds <= fdsBefore }) {
+		t.Errorf("server has %d open files, %d before", fds, fdsBefore)
+	}
+}
+
+func TestThousandSequentialCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 calls")
+	}
+	s := startServer(t, noPool...)
+	settle(t, s)
+	fdsBefore := fdCount(t, s.cmd.Process.Pid)
+	for i := 0; i < 1000; i++ {
+		tool, code, want := "execute_javascript", fmt.Sprintf("%d + 1", i), fmt.Sprint(i+1)
+		if i%10 == 0 {
+			tool, code = "execute_python", fmt.Sprintf("%d + 1", i)
+		}
+		_, st := s.call(t, tool, code)
+		if string(st.Result) != want {
+			t.Fatalf("call %d (%s): result %s, want %s", i, tool, st.Result, want)
+		}
+	}
+	assertHealthy(t, s, fdsBefore)
+}
+
+func TestWorkerFaults(t *testing.T) {
+	s := startServer(t, append(noPool, "--timeout", "10s")...)
+	settle(t, s)
+	fdsBefore := fdCount(t, s.cmd.Process.Pid)
+	cases := []struct {
+		name string
+		code string
+		want string
+	}{
+		{"oversized frame", "#capsule-fault:oversized-frame", "exceeds the maximum frame size"},
+		{"malformed frame", "#capsule-fault:malformed-frame", "bad frame"},
+		{"unknown frame", "#capsule-fault:unknown-frame", "unknown frame type"},
+		{"crash", "#capsule-fault:crash", "exited with status 7"},
+		{"never answers", "#capsule-fault:never-answer", "timeout: execution exceeded 10s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, st := s.call(t, "execute_python", c.code)
+			if !res.IsError || st.Error == nil || !strings.Contains(st.Error.Message, c.want) {
+				t.Fatalf("isError=%v error=%+v, want an error naming %q", res.IsError, st.Error, c.want)
+			}
+		})
+	}
+	t.Run("killed mid-call", func(t *testing.T) {
+		done := make(chan structured, 1)
+		go func() {
+			_, st := s.call(t, "execute_python", "import time\nprint('before', flush=True)\ntime.sleep(9)")
+			done <- st
+		}()
+		var pid int
+		if !eventually(20*time.Second, func() bool {
+			for _, c := range children(s.cmd.Process.Pid) {
+				if procStatus(c, "Seccomp") == "2" {
+					pid = c
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Fatal("no worker appeared")
+		}
+		// Past the worker's start-up, while the code sleeps.
+		time.Sleep(3 * time.Second)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		st := <-done
+		if st.Error == nil || !strings.Contains(st.Error.Message, "killed") {
+			t.Fatalf("error = %+v, want one saying the worker was killed", st.Error)
+		}
+		if !strings.Contains(st.Stdout, "before") {
+			t.Errorf("stdout = %q: what was printed before the kill is lost", st.Stdout)
+		}
+	})
+	assertHealthy(t, s, fdsBefore)
+}
