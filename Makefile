@@ -37,8 +37,16 @@ test: assets
 	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
 	$(GO) test -count=1 -timeout 20m ./...
 
+# Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
+# the package's testdata/fuzz/ and stay as regression cases.
+FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream
+
 fuzz: assets
-	$(GO) test ./ipc/ -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzzing $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
 
 bench: build
 	$(GO) run ./cmd/capsule-bench -bin $(BIN)
