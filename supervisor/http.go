@@ -179,8 +179,8 @@ func (o *ServeOptions) CheckExposure(bound net.Addr) error {
 	if ap, err := netip.ParseAddrPort(bound.String()); err == nil && ap.Addr().IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("refusing to serve on %s without authentication: it is not a loopback address, so other hosts "+
-		"could run code here. Set %s or --auth-token-file, or bind 127.0.0.1", bound, AuthTokenEnv)
+	return fmt.Errorf("refusing to serve on %s (bound as %s) without authentication: it is not a loopback address, "+
+		"so other hosts could run code here. Set %s or --auth-token-file, or bind 127.0.0.1", o.HTTP, bound, AuthTokenEnv)
 }
 
 // NewHTTPServer returns the HTTP server for s: MCP over Streamable HTTP at

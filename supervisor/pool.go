@@ -20,6 +20,9 @@ type pool struct {
 	ready    []*pooledWorker // oldest first
 	starting int
 	closed   bool
+	// changed is closed (and replaced) whenever a worker becomes ready or
+	// a start ends, to wake callers in takeWait.
+	changed chan struct{}
 
 	// warm is closed once the first worker of this language got ready (or
 	// failed to): from then on the compilation cache is filled, and a call
@@ -44,6 +47,7 @@ func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool
 		size:     size,
 		idle:     idle,
 		warm:     make(chan struct{}),
+		changed:  make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -69,13 +73,39 @@ func (pl *pool) take() *process {
 	return nil
 }
 
-// waitWarm blocks until the first worker of this language has compiled the
-// module into the cache, or ctx ends.
-func (pl *pool) waitWarm(ctx context.Context) {
-	select {
-	case <-pl.warm:
-	case <-ctx.Done():
+// takeWait returns a ready worker, waiting for one while the pool is
+// warming up or starting some. It returns nil when the pool has none ready
+// and none coming, or when ctx ends.
+func (pl *pool) takeWait(ctx context.Context) *process {
+	for {
+		if p := pl.take(); p != nil {
+			return p
+		}
+		pl.mu.Lock()
+		changed := pl.changed
+		warming := true
+		select {
+		case <-pl.warm:
+			warming = false
+		default:
+		}
+		coming := (pl.starting > 0 || warming) && !pl.closed
+		pl.mu.Unlock()
+		if !coming {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
 	}
+}
+
+// notify wakes takeWait callers; pl.mu must be held.
+func (pl *pool) notify() {
+	close(pl.changed)
+	pl.changed = make(chan struct{})
 }
 
 func (pl *pool) signal() {
@@ -95,6 +125,7 @@ func (pl *pool) close() {
 	pl.closed = true
 	ready := pl.ready
 	pl.ready = nil
+	pl.notify()
 	pl.mu.Unlock()
 	close(pl.stop)
 	for _, w := range ready {
@@ -148,7 +179,10 @@ func (pl *pool) startOne() bool {
 	p, err := pl.s.startProcess(pl.language)
 	if err != nil {
 		pl.s.log.Warn("pool: cannot start worker", "language", pl.language, "error", err)
+		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
+		pl.notify()
+		pl.mu.Unlock()
 		return false
 	}
 	pl.mu.Lock()
@@ -156,13 +190,14 @@ func (pl *pool) startOne() bool {
 	pl.mu.Unlock()
 	go func() {
 		err := p.awaitReady(context.Background(), readyTimeout)
-		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.mu.Lock()
+		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.starting--
 		keep := err == nil && !pl.closed && len(pl.ready) < pl.size
 		if keep {
 			pl.ready = append(pl.ready, &pooledWorker{p: p, since: time.Now()})
 		}
+		pl.notify()
 		pl.mu.Unlock()
 		if err != nil {
 			pl.s.log.Warn("pool: worker did not get ready", "language", pl.language, "error", err,

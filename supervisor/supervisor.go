@@ -55,6 +55,8 @@ type Supervisor struct {
 	drained  chan struct{}
 	stopping chan struct{}
 	stopOnce sync.Once
+	// reaping counts used workers still being reaped.
+	reaping sync.WaitGroup
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -150,6 +152,7 @@ func (s *Supervisor) Close() {
 	for _, pl := range s.pools {
 		pl.close()
 	}
+	s.reaping.Wait()
 	s.spawner.Close()
 }
 
@@ -245,21 +248,30 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	if err != nil {
 		return errorAnswer("WorkerError", fmt.Sprintf("%s: could not start a worker: %v", req.Language, err))
 	}
-	defer p.close()
+	// The answer does not wait for the worker's exit: it has said Done, or
+	// has been killed. Reaping happens in the background; Close waits for it.
+	defer s.release(p)
 	return s.run(ctx, p, req, timeout)
+}
+
+// release reaps a used worker in the background.
+func (s *Supervisor) release(p *process) {
+	s.reaping.Add(1)
+	go func() {
+		defer s.reaping.Done()
+		p.close()
+	}()
 }
 
 // acquireWorker returns a worker for language that is ready for its
 // request: one from the pool when one is ready, else a new one.
 func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*process, error) {
 	if pl := s.pools[language]; pl != nil {
-		if p := pl.take(); p != nil {
-			return p, nil
-		}
-		// Until the first worker has filled the compilation cache, a new
-		// worker would compile the module again: wait for it instead.
-		pl.waitWarm(ctx)
-		if p := pl.take(); p != nil {
+		// A worker the pool is already starting is nearer to ready than
+		// a new one, and a new one would compete with it for the CPU.
+		// Before the first worker has filled the compilation cache, a new
+		// one would also compile the module a second time.
+		if p := pl.takeWait(ctx); p != nil {
 			return p, nil
 		}
 	}

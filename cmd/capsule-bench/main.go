@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 )
@@ -40,7 +41,11 @@ type options struct {
 	skipNode   bool
 	skipPython bool
 	cpuprofile string
+	only       map[string]bool
 }
+
+// phases are the parts of the bench -only can choose.
+var phases = []string{"start", "warm", "nopool", "memory", "compute"}
 
 // hiddenFlags are defined but left out of -help.
 var hiddenFlags = map[string]bool{"cpuprofile": true}
@@ -57,6 +62,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: -n 15, -duration 1.5s, -reps 1")
 	fs.BoolVar(&o.skipNode, "skip-node", false, "skip the node references (and the npm install of QuickJS-NG)")
 	fs.BoolVar(&o.skipPython, "skip-python", false, "skip the native python3 reference")
+	only := fs.String("only", strings.Join(phases, ","), "the phases to run, comma-separated: "+strings.Join(phases, ", "))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench's own CPU profile to this file")
 	fs.Usage = func() {
 		out := fs.Output()
@@ -73,6 +79,14 @@ func parseFlags(args []string) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	o.only = map[string]bool{}
+	for _, p := range strings.Split(*only, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(phases, p) {
+			return o, fmt.Errorf("-only: unknown phase %q; the phases are %s", p, strings.Join(phases, ", "))
+		}
+		o.only[p] = true
 	}
 	if o.quick {
 		set := map[string]bool{}
@@ -145,15 +159,34 @@ func run(o options) error {
 	if out, err := exec.Command(bin, "version").Output(); err == nil {
 		r.capsuleVersion = strings.TrimSpace(string(out))
 	}
+	r.loadBefore = loadAverage()
 	b := &bench{o: o, bin: bin, tmp: tmp, cache: filepath.Join(tmp, "cache"), r: r}
-	for _, phase := range []func() error{b.startup, b.warmPool, b.noPool, b.workerMemory, b.compute} {
-		if err := phase(); err != nil {
-			return err
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"start", b.coldStart},
+		{"", b.fillCache},
+		{"start", b.warmStart},
+		{"warm", b.warmPool},
+		{"nopool", b.noPool},
+		{"memory", b.workerMemory},
+		{"compute", b.compute},
+	}
+	var failed error
+	for _, st := range steps {
+		if st.name != "" && !o.only[st.name] {
+			continue
+		}
+		if failed = st.run(); failed != nil {
+			break
 		}
 	}
+	r.loadAfter = loadAverage()
 	logf("done in %s", time.Since(began).Round(time.Second))
+	// What was measured is printed even when a phase failed.
 	r.print(os.Stdout)
-	return nil
+	return failed
 }
 
 // bench holds what the phases share.
@@ -162,7 +195,7 @@ type bench struct {
 	bin string
 	tmp string
 	// cache is the XDG_CACHE_HOME of every server but the empty-cache
-	// ones; startup fills it.
+	// ones; fillCache fills it.
 	cache string
 	r     *report
 }
@@ -194,10 +227,10 @@ func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, er
 	return ms(s.initialized.Sub(s.started)), ms(time.Since(s.started)), nil
 }
 
-// startup measures the time from starting serve to the first answer, with
-// an empty compilation cache (a fresh XDG_CACHE_HOME each time) and with a
-// filled one, per language.
-func (b *bench) startup() error {
+// coldStart measures the time from starting serve to the first answer
+// with an empty compilation cache: a fresh XDG_CACHE_HOME each time, so the
+// server compiles both modules.
+func (b *bench) coldStart() error {
 	for _, l := range languages {
 		row := startRow{language: l.name}
 		for i := range b.o.reps {
@@ -213,20 +246,29 @@ func (b *bench) startup() error {
 		}
 		b.r.starts = append(b.r.starts, row)
 	}
-	// Fill the shared cache: one call of each language, which also waits
-	// for both modules to be compiled.
-	logf("start-up: filling the compilation cache")
+	return nil
+}
+
+// fillCache fills the shared compilation cache: one call of each language,
+// which also waits for both modules to be compiled.
+func (b *bench) fillCache() error {
+	logf("filling the compilation cache")
 	s, err := startServer(b.bin, b.cache)
 	if err != nil {
 		return err
 	}
+	defer s.close()
 	for _, l := range languages {
 		if _, err := s.call(l.tool, trivialCode); err != nil {
-			s.close()
 			return err
 		}
 	}
-	s.close()
+	return nil
+}
+
+// warmStart measures the time from starting serve to the first answer
+// with the filled compilation cache.
+func (b *bench) warmStart() error {
 	for i, l := range languages {
 		row := &b.r.starts[i]
 		for j := range b.o.reps {
@@ -254,6 +296,10 @@ func (b *bench) latency(s *server, language, tool, pool string) (latencyRow, err
 		time.Sleep(b.o.pause)
 	}
 	time.Sleep(time.Second)
+	before, err := readCPU(s.pid())
+	if err != nil {
+		return row, err
+	}
 	for range b.o.n {
 		a, err := s.call(tool, trivialCode)
 		if err != nil {
@@ -263,7 +309,23 @@ func (b *bench) latency(s *server, language, tool, pool string) (latencyRow, err
 		row.server = append(row.server, a.durationMS())
 		time.Sleep(b.o.pause)
 	}
+	after, err := readCPU(s.pid())
+	if err != nil {
+		return row, err
+	}
+	row.cpu = perCall(before, after, b.o.n)
 	return row, nil
+}
+
+// perCall divides the CPU used between two readings by the calls made.
+func perCall(before, after cpuTimes, calls int) cpuTimes {
+	if calls == 0 {
+		return cpuTimes{}
+	}
+	return cpuTimes{
+		self:     (after.self - before.self) / time.Duration(calls),
+		children: (after.children - before.children) / time.Duration(calls),
+	}
 }
 
 // throughput keeps conc calls in flight for the configured duration, and
@@ -276,6 +338,10 @@ func (b *bench) throughput(s *server, language, tool string, conc int) (throughp
 		err error
 	}
 	results := make(chan result, conc)
+	before, err := readCPU(s.pid())
+	if err != nil {
+		return throughputRow{}, err
+	}
 	start := time.Now()
 	for range conc {
 		go func() {
@@ -302,6 +368,11 @@ func (b *bench) throughput(s *server, language, tool string, conc int) (throughp
 	}
 	row.elapsed = time.Since(start)
 	row.calls = len(row.latencies)
+	after, err := readCPU(s.pid())
+	if err != nil {
+		return row, err
+	}
+	row.cpu = perCall(before, after, row.calls)
 	return row, firstErr
 }
 
@@ -408,6 +479,9 @@ func (b *bench) oneWorker(language, tool string, flags []string) (workerMemRow, 
 		return row, fmt.Errorf("memory: the server has %d children, want exactly its one ready worker", len(kids))
 	}
 	pid := kids[0]
+	if !waitIdle(pid, 30*time.Second) {
+		return row, fmt.Errorf("memory: worker %d did not settle as a ready worker", pid)
+	}
 	if row.idle, err = readMem(pid); err != nil {
 		return row, err
 	}
@@ -444,6 +518,13 @@ func (b *bench) compute() error {
 		return err
 	}
 	defer s.close()
+	// Let the pools fill, so that each snippet gets a ready worker.
+	for _, l := range languages {
+		if _, err := s.call(l.tool, trivialCode); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Second)
 	r := b.r
 	for _, sn := range pythonSnippets {
 		logf("compute: Python %s", sn.name)

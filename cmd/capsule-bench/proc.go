@@ -139,3 +139,84 @@ func readMachine() machine {
 	}
 	return m
 }
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, 100 on
+// every Linux architecture's /proc interface.
+const userHZ = 100
+
+// cpuTimes is a process's CPU time: its own (user+system) and that of its
+// children it has reaped.
+type cpuTimes struct {
+	self, children time.Duration
+}
+
+// readCPU reads pid's CPU times from /proc/PID/stat.
+func readCPU(pid int) (cpuTimes, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	// After the command name: state(3) ppid ... utime(14) stime cutime cstime(17).
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return cpuTimes{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	var t [4]int64
+	for j := range t {
+		if t[j], err = strconv.ParseInt(f[11+j], 10, 64); err != nil {
+			return cpuTimes{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+	}
+	tick := time.Second / userHZ
+	return cpuTimes{
+		self:     time.Duration(t[0]+t[1]) * tick,
+		children: time.Duration(t[2]+t[3]) * tick,
+	}, nil
+}
+
+// loadAverage is the first line of /proc/loadavg's one-, five- and
+// fifteen-minute load averages, or "" if unreadable.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// waitIdle waits up to timeout until pid has used no CPU for a while,
+// which for a pooled worker means it is ready and blocked waiting for its
+// request. It reports whether it saw that.
+func waitIdle(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	last, err := readCPU(pid)
+	if err != nil {
+		return false
+	}
+	still := 0
+	for time.Now().Before(deadline) {
+		time.Sleep(150 * time.Millisecond)
+		now, err := readCPU(pid)
+		if err != nil {
+			return false
+		}
+		if now.self == last.self {
+			if still++; still >= 3 {
+				return true
+			}
+		} else {
+			still = 0
+		}
+		last = now
+	}
+	return false
+}

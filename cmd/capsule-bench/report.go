@@ -25,6 +25,7 @@ type latencyRow struct {
 	language, pool string
 	wall           []float64 // client round trips
 	server         []float64 // the answers' duration_ms
+	cpu            cpuTimes  // per call: the server's, and its workers'
 }
 
 // throughputRow is one language at one concurrency.
@@ -34,6 +35,7 @@ type throughputRow struct {
 	calls       int
 	elapsed     time.Duration
 	latencies   []float64
+	cpu         cpuTimes
 }
 
 func (t throughputRow) perSecond() float64 { return float64(t.calls) / t.elapsed.Seconds() }
@@ -59,6 +61,8 @@ type report struct {
 	date           time.Time
 	machine        machine
 	capsuleVersion string
+	loadBefore     string
+	loadAfter      string
 
 	starts     []startRow
 	latency    []latencyRow
@@ -75,7 +79,8 @@ type report struct {
 	quickjsNote          string
 }
 
-// print writes the report as Markdown.
+// print writes the report as Markdown; sections that did not run are left
+// out.
 func (r *report) print(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	m := r.machine
@@ -85,17 +90,52 @@ func (r *report) print(w io.Writer) {
 	p("")
 	p("- machine: %d CPUs, %s, %s", m.CPUs, m.CPU, m.Kernel)
 	p("- bench built with %s; %s", m.GoBench, strings.ReplaceAll(r.capsuleVersion, "\n", "; "))
-	p("- every call goes through MCP stdio (mcp-go client → `capsule serve`), default limits; " +
+	p("- load average (1, 5, 15 min) at the start: %s; at the end: %s%s", r.loadBefore, r.loadAfter, r.busyWarning())
+	p("- every call goes through MCP stdio (mcp-go client → `capsule serve`) with the default limits; " +
 		"`--max-concurrency` is the number of CPUs")
+	p("- CPU/call: user+system time per call from `/proc/PID/stat` of the server, its own and that of " +
+		"the workers it reaped (each call uses one worker, and the pool starts one in its place)")
 	p("")
+	if len(r.latency) > 0 {
+		r.printLatency(p)
+	}
+	if len(r.throughput) > 0 {
+		r.printThroughput(p)
+	}
+	if len(r.starts) > 0 {
+		r.printStarts(p)
+	}
+	if len(r.computePy)+len(r.computeJS) > 0 {
+		r.printCompute(p)
+	}
+	if r.serverMem.HWM > 0 || len(r.workerMem) > 0 {
+		r.printMemory(p)
+	}
+}
 
+// busyWarning warns when the machine was busy with other work.
+func (r *report) busyWarning() string {
+	for _, l := range []string{r.loadBefore, r.loadAfter} {
+		var one float64
+		if _, err := fmt.Sscan(l, &one); err == nil && one > 0.5*float64(r.machine.CPUs) {
+			return " (**the machine was busy with other work: times are pessimistic; " +
+				"CPU/call is the steadier figure**)"
+		}
+	}
+	return ""
+}
+
+type printer func(format string, args ...any)
+
+func (r *report) printLatency(p printer) {
 	p("### Latency")
 	p("")
 	p("Trivial code (`%s`), one call at a time with %s between calls, %d calls per row after %d unmeasured. "+
-		"Round trip measured by the client; the server's own `duration_ms` beside it.", trivialCode, r.opts.pause, r.opts.n, r.opts.warmup)
+		"Round trip measured by the client; the server's own `duration_ms` beside it.",
+		trivialCode, r.opts.pause, r.opts.n, r.opts.warmup)
 	p("")
-	p("| language | pool | p50 | p95 | p99 | server p50 | target p50 | |")
-	p("|---|---|---:|---:|---:|---:|---:|---|")
+	p("| language | pool | p50 | p95 | p99 | server p50 | worker CPU/call | server CPU/call | target p50 | |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, l := range r.latency {
 		p50 := percentile(l.wall, 50)
 		target, check := "", ""
@@ -103,33 +143,40 @@ func (r *report) print(w io.Writer) {
 			t := targetP50[l.language]
 			target, check = "≤ "+fmtMS(t), verdict(p50 <= t)
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |", l.language, l.pool, fmtMS(p50),
-			fmtMS(percentile(l.wall, 95)), fmtMS(percentile(l.wall, 99)), fmtMS(percentile(l.server, 50)), target, check)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", l.language, l.pool, fmtMS(p50),
+			fmtMS(percentile(l.wall, 95)), fmtMS(percentile(l.wall, 99)), fmtMS(percentile(l.server, 50)),
+			fmtMS(ms(l.cpu.children)), fmtMS(ms(l.cpu.self)), target, check)
 	}
 	p("")
+}
 
+func (r *report) printThroughput(p printer) {
 	p("### Throughput")
 	p("")
-	p("Trivial code, default pools (2 ready workers per language), calls back to back for %s per row.", r.opts.duration)
+	p("Trivial code, default pools (2 ready workers per language), calls back to back for %s per row; "+
+		"calls/s counts from the first call to the last answer.", r.opts.duration)
 	p("")
-	p("| language | in flight | calls | calls/s | p50 latency | p95 latency | target | |")
-	p("|---|---:|---:|---:|---:|---:|---:|---|")
+	p("| language | in flight | calls | calls/s | p50 latency | p95 latency | worker CPU/call | target | |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, t := range r.throughput {
 		target, check := "", ""
 		if t.concurrency == 2 {
 			v := targetThroughput[t.language]
 			target, check = fmt.Sprintf("≥ %.0f/s", v), verdict(t.perSecond() >= v)
 		}
-		p("| %s | %d | %d | %.1f | %s | %s | %s | %s |", t.language, t.concurrency, t.calls, t.perSecond(),
-			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 95)), target, check)
+		p("| %s | %d | %d | %.1f | %s | %s | %s | %s | %s |", t.language, t.concurrency, t.calls, t.perSecond(),
+			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 95)), fmtMS(ms(t.cpu.children)),
+			target, check)
 	}
 	p("")
+}
 
+func (r *report) printStarts(p printer) {
 	p("### Start-up")
 	p("")
 	p("From starting `capsule serve` to the first answer of a `%s` call, initialize included; "+
-		"median of %d. Empty cache: a fresh `XDG_CACHE_HOME` each time, so the server compiles both modules.",
-		trivialCode, r.opts.reps)
+		"median of %d. Empty cache: a fresh `XDG_CACHE_HOME` each time, so the server compiles both modules "+
+		"(in parallel) before the first worker is ready.", trivialCode, r.opts.reps)
 	p("")
 	p("| language | cache | initialize answered | first answer | target | |")
 	p("|---|---|---:|---:|---:|---|")
@@ -141,48 +188,55 @@ func (r *report) print(w io.Writer) {
 			fmtMS(targetWarmStartMS), verdict(warm <= targetWarmStartMS))
 	}
 	p("")
+}
 
+func (r *report) printCompute(p printer) {
 	p("### Compute overhead")
 	p("")
-	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript `performance.now`) "+
-		"and returns the elapsed milliseconds, so process and interpreter start-up are not included. "+
-		"Each runs in a fresh process (a fresh capsule call, or a new `python3`/`node`); median of %d. "+
-		"\"capsule call\" is the call's `duration_ms` (worker taken from the pool to answer).", r.opts.reps)
+	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript "+
+		"`performance.now`) and returns the elapsed milliseconds, so process and interpreter start-up are "+
+		"not included. Each run is a fresh process (a capsule call, or a new `python3`/`node`); median of %d. "+
+		"\"capsule call\" is the call's `duration_ms` (from the request to the answer, worker from the pool).",
+		r.opts.reps)
 	p("")
 	pyRef := r.pythonVersion
 	if pyRef == "" {
-		pyRef = "python3: " + r.pythonNote
+		pyRef = "python3 (" + r.pythonNote + ")"
 	}
 	p("| Python snippet | capsule | capsule call | %s | capsule ÷ native |", pyRef)
 	p("|---|---:|---:|---:|---:|")
 	for _, c := range r.computePy {
 		native := refValue(c, refPython)
-		p("| %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(native), fmtRatio(c.capsule, native))
+		p("| %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(native),
+			fmtRatio(c.capsule, native))
 	}
 	p("")
-	nodeRef := r.nodeVersion
-	if nodeRef == "" {
-		nodeRef = r.nodeNote
-	}
-	p("| JavaScript snippet | capsule | capsule call | QuickJS-NG wasm in node | node (V8) | capsule ÷ QuickJS in node | capsule ÷ node |")
+	p("| JavaScript snippet | capsule | capsule call | QuickJS-NG wasm in node | node (V8) | " +
+		"capsule ÷ QuickJS in node | capsule ÷ node |")
 	p("|---|---:|---:|---:|---:|---:|---:|")
 	for _, c := range r.computeJS {
 		q, n := refValue(c, refQuickJS), refValue(c, refNode)
-		p("| %s | %s | %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(q), fmtMS(n),
-			fmtRatio(c.capsule, q), fmtRatio(c.capsule, n))
+		p("| %s | %s | %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(q),
+			fmtMS(n), fmtRatio(c.capsule, q), fmtRatio(c.capsule, n))
 	}
 	p("")
-	p("node: %s.", nodeRef)
+	if r.nodeVersion != "" {
+		p("node %s.", r.nodeVersion)
+	} else {
+		p("node: %s.", r.nodeNote)
+	}
 	switch {
 	case r.quickjsVersions != "":
-		p("QuickJS-NG in node: %s, installed by the bench with npm; `evalCode` in a fresh context, "+
-			"the wasm run by V8 (capsule runs the same variant, rewritten to own its memory, under wazero's compiler).",
-			r.quickjsVersions)
+		p("QuickJS-NG in node: %s, installed by the bench with npm into a scratch folder; `evalCode` "+
+			"in a fresh context, the wasm run by V8 (capsule runs the same variant, rewritten to own its "+
+			"memory, under wazero's compiler).", r.quickjsVersions)
 	case r.quickjsNote != "":
 		p("QuickJS-NG in node: %s.", r.quickjsNote)
 	}
 	p("")
+}
 
+func (r *report) printMemory(p printer) {
 	p("### Memory")
 	p("")
 	p("From `/proc/PID/status`. The server's peak is read after the latency and throughput runs. " +
@@ -191,7 +245,9 @@ func (r *report) print(w io.Writer) {
 	p("")
 	p("| process | VmRSS | VmHWM (peak) |")
 	p("|---|---:|---:|")
-	p("| server (`capsule serve`) | %s | %s |", fmtMiB(r.serverMem.RSS), fmtMiB(r.serverMem.HWM))
+	if r.serverMem.HWM > 0 {
+		p("| server (`capsule serve`) | %s | %s |", fmtMiB(r.serverMem.RSS), fmtMiB(r.serverMem.HWM))
+	}
 	for _, wm := range r.workerMem {
 		p("| %s worker, ready | %s | %s |", wm.language, fmtMiB(wm.idle.RSS), fmtMiB(wm.idle.HWM))
 		p("| %s worker, running | %s | %s |", wm.language, fmtMiB(wm.busy.RSS), fmtMiB(wm.busy.HWM))
@@ -202,6 +258,7 @@ func (r *report) print(w io.Writer) {
 			p("%s: %s.", wm.language, wm.note)
 		}
 	}
+	p("")
 }
 
 // refValue is a reference's time, NaN when it did not run.
