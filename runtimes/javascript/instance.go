@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"capsule/runtimes"
+	"capsule/runtimes/internal/guestmem"
 )
 
 //go:embed prelude.js
@@ -133,7 +134,7 @@ var errNoMemory = errors.New("javascript: malloc failed")
 func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (inst runtimes.Instance, err error) {
 	in := &instance{eng: e, streams: streams, epoch: time.Now()}
 	in.ctx = context.WithValue(ctx, instanceKey{}, in)
-	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, memoryAllocator), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, guestmem.Allocator(nil)), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("javascript: instantiate: %w", err)
 	}

@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package guestmem
+
+// mapNoReserve is Linux's; elsewhere a private anonymous mapping is lazily
+// backed anyway.
+const mapNoReserve = 0
+
+// adviseHugePages is a Linux refinement; see mmap_linux.go.
+func adviseHugePages([]byte) {}

@@ -1,0 +1,344 @@
+# capsule's Python bootstrap, run with `python -c`. It sets the sandbox up,
+# then blocks reading one request (JSON: {"code": ..., "inputs": ...}) from
+# standard input, runs the code as __main__, and writes one report (JSON:
+# {"result": ..., "error": {...}, "exit": n}) to a file descriptor that only
+# the host's fd_write knows. Everything before the read happens in
+# Engine.Prepare, off the request's critical path.
+#
+# Start-up time matters (every execution is a fresh interpreter), so the
+# bootstrap imports only built-in and frozen modules: JSON goes through the
+# C accelerator _json directly (the json package would pull in re), and
+# linecache, traceback and asyncio are loaded only when needed.
+#
+# The __NAMES__ are filled in by the Go side (python.go).
+
+import sys, os, builtins, _thread, _json
+
+_RESULT_FD = __RESULT_FD__
+_SOURCE_NAME = __SOURCE_NAME__
+_MAX_REPORT = __MAX_REPORT__
+_STDLIB_DIR = __STDLIB_DIR__
+
+# Private references: user code may rebind the public ones; it can only
+# spoil its own report by doing so, never the bootstrap's control flow.
+_write, _read, _exit = os.write, os.read, os._exit
+
+# Only the standard library is importable; the other default entries name
+# paths that do not exist and would only cost a stat per import.
+sys.path[:] = [_STDLIB_DIR]
+sys.argv[:] = [""]
+
+
+# --- JSON, as json.loads and json.dumps(allow_nan=False) do it, from the C
+# scanner and encoder.
+class _DecodeContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        raise ValueError("invalid JSON constant " + name)
+
+
+_scan = _json.make_scanner(_DecodeContext())
+
+
+def _loads(text):
+    value, end = _scan(text, 0)
+    if end != len(text):
+        raise ValueError("trailing data in the request")
+    return value
+
+
+def _not_serialisable(o):
+    raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
+
+# (markers, default, encoder, indent, key separator, item separator,
+# sort_keys, skipkeys, allow_nan): json.dumps's defaults, but no NaN.
+_encode = _json.make_encoder({}, _not_serialisable, _json.encode_basestring_ascii,
+                             None, ": ", ", ", False, False, False)
+
+
+def _dumps(value):
+    return "".join(_encode(value, 0))
+
+
+# --- Threads: WASI has none. A plain message beats CPython's "can't start
+# new thread". threading copies _thread.start_new_thread when imported, so
+# patching _thread first covers threading, concurrent.futures and friends.
+def _no_threads(*args, **kwargs):
+    raise RuntimeError("threads are not available in this sandbox")
+
+
+_thread.start_new_thread = _thread.start_new = _no_threads
+
+
+# --- asyncio: the default loop needs socket.socketpair for its self-pipe,
+# which WASI lacks. Our loop has no self-pipe and no selector: with nothing
+# ready, it sleeps until the next timer. asyncio is installed lazily (an
+# import hook) because importing it costs more than everything else here.
+def _install_event_loop(asyncio):
+    import time
+    from asyncio import base_events, events
+
+    class _Selector:
+        def select(self, timeout=None):
+            if timeout is None:
+                raise RuntimeError(
+                    "the event loop has nothing scheduled and nothing to wait "
+                    "for (no I/O is possible in this sandbox)")
+            if timeout > 0:
+                time.sleep(timeout)
+            return []
+
+        def close(self):
+            pass
+
+    class SandboxEventLoop(base_events.BaseEventLoop):
+        """An event loop of timers and callbacks only (no I/O, no signals)."""
+
+        def __init__(self):
+            super().__init__()
+            self._selector = _Selector()
+
+        def _process_events(self, event_list):
+            pass
+
+        def _write_to_self(self):
+            pass
+
+        def close(self):
+            super().close()
+            self._selector = None
+
+    class SandboxEventLoopPolicy(events.BaseDefaultEventLoopPolicy):
+        _loop_factory = SandboxEventLoop
+
+    asyncio.SandboxEventLoop = SandboxEventLoop
+    asyncio.set_event_loop_policy(SandboxEventLoopPolicy())
+
+
+_source_entry = None
+
+
+def _register_source(linecache):
+    """Give linecache the user's source, so tracebacks and inspect show it."""
+    if _source_entry is not None:
+        linecache.cache[_SOURCE_NAME] = _source_entry
+
+
+# Work to do right after a module is first imported.
+_after_import = {"asyncio": _install_event_loop, "linecache": _register_source}
+
+
+class _ImportHook:
+    """Meta path finder that lets a module in _after_import load normally,
+    then runs its follow-up."""
+
+    def find_spec(self, name, path=None, target=None):
+        after = _after_import.pop(name, None)
+        if after is None:
+            return None
+        if not _after_import:
+            sys.meta_path.remove(self)
+        spec = _PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _AfterLoad(spec.loader, after)
+        return spec
+
+
+class _AfterLoad:
+    def __init__(self, loader, after):
+        self._loader, self._after = loader, after
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        self._after(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+_PathFinder = sys.modules["_frozen_importlib_external"].PathFinder
+for _name in list(_after_import):
+    if _name in sys.modules:
+        _after_import.pop(_name)(sys.modules[_name])
+if _after_import:
+    sys.meta_path.insert(0, _ImportHook())
+
+# Headroom for reporting a MemoryError: freed first thing when one arrives.
+_reserve = bytearray(1 << 20)
+
+
+def _render(value):
+    """JSON text of the value: itself when JSON can express it, otherwise a
+    JSON string of its repr."""
+    try:
+        return _dumps(value)
+    except Exception:
+        pass
+    try:
+        text = repr(value)
+    except BaseException:
+        text = "<unrepresentable %s object>" % type(value).__name__
+    return _dumps(text)
+
+
+def _type_name(exc):
+    t = type(exc)
+    mod = getattr(t, "__module__", None)
+    if mod in (None, "builtins", "__main__"):
+        return t.__qualname__
+    return "%s.%s" % (mod, t.__qualname__)
+
+
+def _error(exc):
+    global _reserve
+    if isinstance(exc, MemoryError):
+        _reserve = None
+    tb = exc.__traceback__
+    # Drop the bootstrap's frames (and asyncio's, for top-level await): the
+    # traceback starts at the user's code.
+    while tb is not None and tb.tb_frame.f_code.co_filename != _SOURCE_NAME:
+        tb = tb.tb_next
+    try:
+        msg = str(exc)
+    except BaseException:
+        msg = "<exception str() failed>"
+    try:
+        import traceback
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:
+        text = ""
+    return {"type": _type_name(exc), "message": msg, "traceback": text}
+
+
+def _exit_code(exc):
+    """SystemExit's code as CPython's handler treats it: None is 0, an int is
+    itself, anything else is printed to stderr and means 1."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code if -2**31 <= code < 2**31 else 1
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except BaseException:
+        pass
+    return 1
+
+
+_PyCF_ONLY_AST = 0x400
+_PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000
+_CO_COROUTINE = 0x80
+
+
+def _run(code, inputs, has_inputs):
+    import _ast
+    main = type(sys)("__main__")
+    main.__builtins__ = builtins
+    if has_inputs:
+        main.inputs = inputs
+    sys.modules["__main__"] = main
+    ns = main.__dict__
+    global _source_entry
+    _source_entry = (len(code), None, code.splitlines(True), _SOURCE_NAME)
+    if "linecache" in sys.modules:
+        _register_source(sys.modules["linecache"])
+
+    # Notebook semantics: a trailing expression statement is evaluated
+    # separately and its value is the result. Top-level await is allowed.
+    flags = _PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, _SOURCE_NAME, "exec", _PyCF_ONLY_AST | flags, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = tree.body.pop()
+    body = compile(tree, _SOURCE_NAME, "exec", flags, dont_inherit=True)
+    expr = None
+    if last is not None:
+        expr = compile(_ast.Expression(last.value), _SOURCE_NAME, "eval", flags, dont_inherit=True)
+
+    if body.co_flags & _CO_COROUTINE or (expr is not None and expr.co_flags & _CO_COROUTINE):
+        import asyncio
+
+        async def both():
+            r = eval(body, ns)
+            if body.co_flags & _CO_COROUTINE:
+                await r
+            if expr is None:
+                return None
+            r = eval(expr, ns)
+            if expr.co_flags & _CO_COROUTINE:
+                r = await r
+            return r
+
+        return asyncio.run(both())
+    eval(body, ns)
+    return None if expr is None else eval(expr, ns)
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _main():
+    chunks = []
+    while True:
+        chunk = _read(0, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    if not chunks:
+        _exit(0)  # discarded before any request
+    req = _loads(b"".join(chunks).decode("utf-8", "surrogateescape"))
+    code = req["code"]
+    has_inputs = "inputs" in req
+    inputs = req.get("inputs")
+    del req, chunks
+
+    report = {"exit": 0}
+    try:
+        value = _run(code, inputs, has_inputs)
+    except SystemExit as exc:
+        report["exit"] = _exit_code(exc)
+    except BaseException as exc:
+        report["error"] = _error(exc)
+    else:
+        if value is not None:
+            report["result"] = _render(value)
+    _flush()
+    _send_report(report)
+    _exit(0)
+
+
+def _send_report(report):
+    # The result is already JSON text: splice it in rather than decode and
+    # encode it again.
+    result = report.pop("result", None)
+    text = _dumps(report)
+    if result is not None:
+        text = '{"result":' + result + "," + text[1:]
+    data = text.encode()
+    if len(data) > _MAX_REPORT:
+        data = _dumps({"error": {
+            "type": "OutputLimitError",
+            "message": "result: limit of %d MiB reached" % (_MAX_REPORT >> 20),
+            "traceback": ""}, "exit": report.get("exit", 0), "limit": "output"}).encode()
+    view = memoryview(data)
+    while view:
+        view = view[_write(_RESULT_FD, view):]
+
+
+_main()

@@ -1,0 +1,444 @@
+#!/usr/bin/env bash
+# build.sh builds the Python runtime that capsule embeds: CPython 3.11 for
+# wasm32-wasi at -O2, from Debian's own python3.11 source package (with all of
+# Debian's patches, security fixes included), with zlib and sqlite3 from their
+# Debian source packages, compiled by Debian's clang/lld against Debian's
+# wasi-libc. It writes, into runtimes/python/dist/:
+#
+#   python.wasm     the interpreter, stripped of custom sections
+#   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
+#   VERSION         cpython=3.11.x / debian=<python3.11 source version> / ...
+#   KEY             the cache key the three files were built for
+#
+# The result is cached under ${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}
+# /python/<key>/, where the key covers the Debian source versions, the
+# toolchain's package versions and a hash of this recipe, so a repeated run
+# (from any clone) only copies files.
+#
+# Usage: runtimes/python/build.sh [--force]
+#   --force   rebuild even when dist/ or the cache already match the key.
+#
+# Environment: CAPSULE_BUILD_CACHE (cache root), CAPSULE_BUILD_KEEP=1 (keep
+# the build tree for inspection), CAPSULE_BUILD_JOBS (make -j, default nproc).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+dist=$here/dist
+cache_root=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/python
+jobs=${CAPSULE_BUILD_JOBS:-$(nproc)}
+force=0
+for arg in "$@"; do
+	case $arg in
+	--force) force=1 ;;
+	*)
+		echo "usage: $0 [--force]" >&2
+		exit 2
+		;;
+	esac
+done
+
+# --- Tuning that goes into the binary ------------------------------------
+#
+# Stack. CPython's configure gives WASI a 512 KiB stack, and CPython lowers
+# the recursion limit to 600 and the parser's MAXSTACK to 4000 to fit it;
+# even so ~150 nested parentheses end in a parser MemoryError. Measured here
+# (wazero v1.12, this -O2 build, recursion limit 1000) the deepest recursion
+# CPython allows through C code uses at most ~0.7 MiB of wasm stack: sorted()
+# with a recursive key 706 KiB, __getattr__ chains 620 KiB, yield from
+# chains 546 KiB, exec chains 326 KiB, repr/json/pickle of nested lists and
+# the parser at 200 nested parentheses under 100 KiB. We take 8 MiB: more
+# than ten times that, costing only untouched address space, so the native
+# defaults apply (recursion limit 1000, MAXSTACK 6000: 200 nested
+# parentheses parse) and deep recursion ends in RecursionError; even a
+# guest that raises the recursion limit several-fold stays inside it.
+# --stack-first stays: the stack sits below the data, so an overflow runs
+# off address 0 and traps instead of silently overwriting the heap.
+stack_size=$((8 * 1024 * 1024))
+# Initial memory must hold the stack plus static data; the heap grows from
+# there with memory.grow up to the host's limit.
+initial_memory=$((12 * 1024 * 1024))
+recursion_limit=1000
+parser_maxstack=6000
+
+# --- Packages ------------------------------------------------------------
+#
+# clang/lld/llvm/wasi-libc/libclang-rt-14-dev-wasm32: the wasm toolchain.
+# python3.11: the build Python (same 3.11.2 as the sources). dpkg-dev:
+# dpkg-source. tcl, gcc, libc6-dev, make: sqlite's native amalgamation
+# generator. xz-utils, bzip2: the source tarballs.
+packages=(clang lld llvm wasi-libc libclang-rt-14-dev-wasm32 python3.11
+	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch)
+
+missing=()
+for p in "${packages[@]}"; do
+	if [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
+		missing+=("$p")
+	fi
+done
+if ((${#missing[@]})); then
+	if ((EUID != 0)); then
+		echo "build.sh: missing packages; install them with:" >&2
+		echo "  apt-get install -y --no-install-recommends ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "build.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-get install -y --no-install-recommends "${missing[@]}"; then
+		apt-get update
+		apt-get install -y --no-install-recommends "${missing[@]}"
+	fi
+fi
+
+mkdir -p "$cache_root"
+# One build at a time per cache: concurrent runs (two clones, make -j) share
+# the apt state, the source downloads and the output directory.
+exec 9>"$cache_root/.lock"
+flock 9
+
+# --- Sources through a private apt state ----------------------------------
+#
+# The deb-src entries copy the URIs, suites, components and keyring of the
+# machine's own apt sources, so no archive host is named in this repository
+# and apt verifies every file against the signed index.
+aptdir=$cache_root/apt
+mkdir -p "$aptdir/lists/partial" "$aptdir/parts" "$aptdir/cache/archives/partial"
+python3.11 - "$aptdir/parts/capsule-src.sources" <<'PY'
+import glob, re, sys
+
+stanzas = []
+
+def field(block, name):
+    m = re.search(r"^%s:[ \t]*(.*(?:\n[ \t]+.*)*)" % re.escape(name), block, re.M | re.I)
+    return m.group(1) if m else None
+
+for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+    with open(path) as f:
+        text = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("#"))
+    for block in re.split(r"\n\s*\n", text):
+        types = (field(block, "Types") or "").split()
+        if "deb" not in types or (field(block, "Enabled") or "yes").strip().lower() == "no":
+            continue
+        uris, suites = field(block, "URIs"), field(block, "Suites")
+        if not uris or not suites:
+            continue
+        st = ["Types: deb-src", "URIs: " + uris.strip(), "Suites: " + suites.strip()]
+        comps = field(block, "Components")
+        if comps:
+            st.append("Components: " + comps.strip())
+        signed = field(block, "Signed-By")
+        if signed:
+            st.append("Signed-By: " + signed.strip("\n"))
+        stanzas.append("\n".join(st))
+
+lists = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list"))
+for path in lists:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        m = re.match(r"deb\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$", line)
+        if not m:
+            continue
+        opts, uri, suite, comps = m.groups()
+        st = ["Types: deb-src", "URIs: " + uri, "Suites: " + suite]
+        if comps.strip():
+            st.append("Components: " + comps.strip())
+        for opt in (opts or "").split():
+            k, _, v = opt.partition("=")
+            if k.lower() == "signed-by":
+                st.append("Signed-By: " + v)
+        stanzas.append("\n".join(st))
+
+if not stanzas:
+    sys.exit("build.sh: no deb entries found in the machine's apt sources")
+with open(sys.argv[1], "w") as f:
+    f.write("\n\n".join(stanzas) + "\n")
+PY
+apt_opts=(-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Etc::SourceParts=$aptdir/parts"
+	-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Cache=$aptdir/cache"
+	-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1")
+if ! apt-get "${apt_opts[@]}" -qq update >"$aptdir/update.log" 2>&1; then
+	if compgen -G "$aptdir/lists/*Sources*" >/dev/null; then
+		echo "build.sh: apt update failed, using the source lists from the last run:" >&2
+		tail -n 3 "$aptdir/update.log" >&2
+	else
+		cat "$aptdir/update.log" >&2
+		exit 1
+	fi
+fi
+
+srcdir=$cache_root/src
+mkdir -p "$srcdir"
+
+# fetch PKG sets VERSION_<PKG> to the newest source version of PKG whose
+# files can actually be downloaded (a mirror may list a security update in
+# its index before it serves the files, or not serve that pool at all), and
+# leaves the files in $srcdir.
+declare -A src_version
+fetch() {
+	local pkg=$1 versions=() v i j tmp
+	mapfile -t versions < <(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null |
+		awk -v p="$pkg" '/^Package:/{cur=$2} /^Version:/ && cur==p {print $2}' | sort -u)
+	if ((${#versions[@]} == 0)); then
+		echo "build.sh: no source package $pkg in the apt sources" >&2
+		exit 1
+	fi
+	# Newest first, by Debian's own ordering.
+	for ((i = 0; i < ${#versions[@]}; i++)); do
+		for ((j = i + 1; j < ${#versions[@]}; j++)); do
+			if dpkg --compare-versions "${versions[j]}" gt "${versions[i]}"; then
+				tmp=${versions[i]}
+				versions[i]=${versions[j]}
+				versions[j]=$tmp
+			fi
+		done
+	done
+	for v in "${versions[@]}"; do
+		if (cd "$srcdir" && apt-get "${apt_opts[@]}" -qq source --download-only "$pkg=$v") \
+			>"$aptdir/fetch-$pkg.log" 2>&1; then
+			src_version[$pkg]=$v
+			return
+		fi
+		echo "build.sh: $pkg $v cannot be downloaded, trying an older version" >&2
+	done
+	cat "$aptdir/fetch-$pkg.log" >&2
+	exit 1
+}
+for pkg in python3.11 zlib sqlite3; do
+	fetch "$pkg"
+done
+
+# dsc_path PKG prints the .dsc file of the chosen version (epoch dropped).
+dsc_path() {
+	local v=${src_version[$1]}
+	echo "$srcdir/${1}_${v#*:}.dsc"
+}
+
+# --- Cache key ------------------------------------------------------------
+recipe_hash=$(cd "$here" && cat build.sh wasi/*.h | sha256sum | cut -c1-16)
+toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
+	libclang-rt-14-dev-wasm32 python3.11 | sha256sum | cut -c1-8)
+key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
+key=${key//[^A-Za-z0-9._+-]/_}
+out=$cache_root/$key
+outputs=(python.wasm python311.zip VERSION)
+
+if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] &&
+	[[ -f $dist/python.wasm && -f $dist/python311.zip && -f $dist/VERSION ]]; then
+	echo "build.sh: dist/ is up to date ($key)"
+	exit 0
+fi
+
+install_dist() {
+	mkdir -p "$dist"
+	for f in "${outputs[@]}"; do
+		cp "$out/$f" "$dist/$f.tmp"
+		mv "$dist/$f.tmp" "$dist/$f"
+	done
+	echo "$key" >"$dist/KEY"
+}
+
+if ((!force)) && [[ -f $out/KEY ]]; then
+	install_dist
+	echo "build.sh: dist/ copied from the cache ($out)"
+	exit 0
+fi
+
+# --- Build ----------------------------------------------------------------
+start=$SECONDS
+work=$cache_root/work
+rm -rf "$work"
+mkdir -p "$work"
+# On failure, stop this script's own background builds before cleaning up.
+if [[ ${CAPSULE_BUILD_KEEP:-0} != 1 ]]; then
+	trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$work"' EXIT
+else
+	trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
+fi
+prefix=$work/prefix
+mkdir -p "$prefix/include" "$prefix/lib"
+
+cd "$work"
+phase() { echo "build.sh: [$((SECONDS - start)) s] $*"; }
+extract() {
+	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
+		{ cat "$work/extract-$1.log" >&2; exit 1; }
+}
+
+wasm_cc="clang --target=wasm32-wasi"
+export AR=llvm-ar RANLIB=llvm-ranlib
+
+build_zlib() {
+	cd "$work/zlib"
+	CC=$wasm_cc CFLAGS="-O2 -g0" CHOST=wasm32 ./configure --static --prefix="$prefix" >configure.log 2>&1 ||
+		{ cat configure.log >&2; exit 1; }
+	make -j"$jobs" libz.a >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
+	cp libz.a "$prefix/lib/"
+	cp zlib.h zconf.h "$prefix/include/"
+	phase "zlib done"
+}
+
+build_sqlite() {
+	cd "$work/sqlite3"
+	# The amalgamation is generated natively (lemon, mksourceid, tclsh).
+	mkdir -p native
+	cd native
+	../configure --disable-tcl >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
+	make -j"$jobs" sqlite3.c >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
+	# Threads, extension loading, WAL and mmap do not exist in the sandbox;
+	# "unix-none" is the VFS without file locking; temporary tables live in
+	# memory because there is no writable file system.
+	$wasm_cc -O2 -g0 -c sqlite3.c -o sqlite3.o \
+		-include "$here/wasi/sqlite-wasi.h" \
+		-DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
+		-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_TEMP_STORE=3 -DSQLITE_ENABLE_MATH_FUNCTIONS \
+		-D_WASI_EMULATED_MMAN -D_WASI_EMULATED_GETPID \
+		-DSQLITE_DEFAULT_UNIX_VFS='"unix-none"' 2>cc.log || { cat cc.log >&2; exit 1; }
+	llvm-ar rcs "$prefix/lib/libsqlite3.a" sqlite3.o
+	cp sqlite3.h sqlite3ext.h "$prefix/include/"
+	phase "sqlite3 done"
+}
+
+# zlib and sqlite3 build while CPython's larger source tree unpacks and is
+# patched: on two cores that overlap saves most of a minute.
+phase "unpacking; zlib ${src_version[zlib]}; sqlite3 ${src_version[sqlite3]}"
+(extract python3.11) &
+extract_pid=$!
+extract zlib
+extract sqlite3
+(build_zlib) &
+zlib_pid=$!
+(build_sqlite) &
+sqlite_pid=$!
+wait "$extract_pid"
+pysrc=$work/python3.11
+(
+	cd "$pysrc"
+	# See the stack comment at the top: with 8 MiB of stack the native
+	# parser depth applies.
+	sed -i "s/^#  define MAXSTACK 4000\$/#  define MAXSTACK $parser_maxstack/" Parser/parser.c
+	grep -q "^#  define MAXSTACK $parser_maxstack\$" Parser/parser.c
+	if grep -q "define MAXSTACK 4000" Parser/parser.c; then
+		echo "build.sh: Parser/parser.c still has MAXSTACK 4000" >&2
+		exit 1
+	fi
+	grep -q 'stack-size=524288 -Wl,--stack-first -Wl,--initial-memory=10485760' configure ||
+		{ echo "build.sh: configure's WASI link flags changed; update build.sh" >&2; exit 1; }
+	sed -i "s/stack-size=524288 -Wl,--stack-first -Wl,--initial-memory=10485760/stack-size=$stack_size -Wl,--stack-first -Wl,--initial-memory=$initial_memory/" configure
+	touch Modules/Setup.local
+)
+wait "$zlib_pid"
+wait "$sqlite_pid"
+phase "cpython ${src_version[python3.11]}: configure"
+(
+	mkdir -p "$pysrc/builddir/wasi"
+	cd "$pysrc/builddir/wasi"
+	# CFLAGS stays free of -O: with an optimisation level on the link
+	# command, clang runs binaryen's wasm-opt (when installed), which breaks
+	# configure's sqlite link test. -O2 goes in through CFLAGS_NODIST,
+	# which comes last on the compile line.
+	run_configure() {
+		CONFIG_SITE=$pysrc/Tools/wasm/config.site-wasm32-wasi \
+			PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= \
+			CC=$wasm_cc CPP="$wasm_cc -E" \
+			CFLAGS="-g0" CFLAGS_NODIST="-O2 -DPy_DEFAULT_RECURSION_LIMIT=$recursion_limit" \
+			ZLIB_CFLAGS="-I$prefix/include" ZLIB_LIBS="-L$prefix/lib -lz" \
+			LIBSQLITE3_CFLAGS="-I$prefix/include" \
+			LIBSQLITE3_LIBS="-L$prefix/lib -lsqlite3 -lwasi-emulated-mman" \
+			../../configure --host=wasm32-unknown-wasi --build="$(../../config.guess)" \
+			--with-build-python=/usr/bin/python3.11 --disable-test-modules \
+			--cache-file=config.cache >configure.log 2>&1
+	}
+	# configure runs some 900 compile-and-link tests one after another,
+	# the longest step of a cold build. Its answers depend only on the
+	# sources, the toolchain and the invocation, so they are kept (keyed by
+	# those) for the next build after a recipe change.
+	conf_cache=$cache_root/configure-$(
+		{
+			printf '%s\n' "${src_version[python3.11]}" "${src_version[zlib]}" "${src_version[sqlite3]}" "$toolchain" "$prefix"
+			declare -f run_configure
+		} | sha256sum | cut -c1-16
+	).cache
+	if [[ -f $conf_cache ]]; then
+		cp "$conf_cache" config.cache
+		run_configure || { rm -f config.cache; run_configure; } ||
+			{ tail -n 60 configure.log >&2; exit 1; }
+	else
+		run_configure || { tail -n 60 configure.log >&2; exit 1; }
+	fi
+	cp config.cache "$conf_cache.tmp"
+	mv "$conf_cache.tmp" "$conf_cache"
+	phase "cpython: make"
+	make -j"$jobs" >make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+	# A module whose dependency configure did not find is silently left
+	# out; fail instead.
+	for mod in zlib _sqlite3 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
+		grep -q "PyInit_$mod(void)" Modules/config.c ||
+			{ echo "build.sh: module $mod was not built" >&2; exit 1; }
+	done
+)
+pybuild=$pysrc/builddir/wasi
+stage=$work/stage
+mkdir -p "$stage"
+llvm-strip --strip-all -o "$stage/python.wasm" "$pybuild/python.wasm"
+
+cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysrc/Include/patchlevel.h")
+{
+	echo "cpython=$cpython_version"
+	echo "debian=${src_version[python3.11]}"
+	echo "zlib=${src_version[zlib]}"
+	echo "sqlite3=${src_version[sqlite3]}"
+} >"$stage/VERSION"
+
+phase "standard library"
+lib=$work/lib
+cp -a "$pysrc/Lib" "$lib"
+# Tests, the IDE, Tk and the pip bootstrapper are dead weight in a sandbox
+# without a display or network.
+rm -rf "$lib"/{test,idlelib,tkinter,turtledemo,ensurepip,site-packages} "$lib/turtle.py"
+find "$lib" -depth -type d \( -name test -o -name tests -o -name idle_test -o -name __pycache__ \) \
+	-exec rm -rf {} +
+sysconfigdata=$(find "$pybuild/build" -name '_sysconfigdata__wasi_wasm32-wasi.py' | head -n 1)
+[[ -n $sysconfigdata ]] || { echo "build.sh: no _sysconfigdata__wasi_wasm32-wasi.py" >&2; exit 1; }
+cp "$sysconfigdata" "$lib/"
+# Debian's sysconfig patch looks the module up without the OS part.
+cp "$sysconfigdata" "$lib/_sysconfigdata__wasm32-wasi.py"
+# The zip is laid out as the library directory itself: the runtime serves
+# its entries as a read-only directory tree at /usr/local/lib/python3.11
+# (CPython's ordinary path finder, no zipimport: reading a zip's directory
+# in Python at every start-up costs tens of milliseconds under wasm).
+# Unchecked-hash .pyc files in __pycache__ are used without looking at
+# timestamps; the .py files stay for traceback source lines.
+/usr/bin/python3.11 -m compileall -q -j "$jobs" --invalidation-mode unchecked-hash \
+	-d /usr/local/lib/python3.11 "$lib" >"$work/compileall.log" 2>&1 ||
+	{ tail -n 40 "$work/compileall.log" >&2; exit 1; }
+/usr/bin/python3.11 - "$lib" "$stage/python311.zip" <<'PY'
+import os, sys, zipfile
+root, out = sys.argv[1], sys.argv[2]
+names = []
+for d, dirs, files in os.walk(root):
+    for f in files:
+        names.append(os.path.relpath(os.path.join(d, f), root))
+with zipfile.ZipFile(out, "w") as z:
+    for name in sorted(names):
+        # Fixed dates make the zip reproducible. Compiled files are stored,
+        # so the runtime serves them straight from the embedded bytes;
+        # everything else is only read for tracebacks, and is compressed.
+        info = zipfile.ZipInfo(name.replace(os.sep, "/"), (2000, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_STORED if name.endswith(".pyc") else zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        with open(os.path.join(root, name), "rb") as f:
+            z.writestr(info, f.read())
+PY
+
+echo "$key" >"$stage/KEY"
+rm -rf "$out.tmp"
+mv "$stage" "$out.tmp"
+rm -rf "$out"
+mv "$out.tmp" "$out"
+install_dist
+# Keep the three most recent builds; older keys are dead recipes.
+ls -1dt "$cache_root"/py-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+echo "build.sh: built in $((SECONDS - start)) s; dist/ and $out are up to date"
