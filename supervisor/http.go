@@ -195,8 +195,9 @@ func (o *ServeOptions) CheckExposure(bound net.Addr) error {
 // mcp-go's own DNS-rebinding defence (a Host check on loopback connections)
 // is turned off in favour of the Origin check here, which is what the MCP
 // specification prescribes. Theirs would refuse every request a reverse
-// proxy or a sidecar forwards over loopback with the public Host header, the
-// deployments docs/deploy.md describes; ours still refuses any browser
+// proxy or a sidecar forwards over loopback with a Host other than
+// localhost (nginx sends the upstream's name by default), the deployments
+// docs/deploy.md describes; ours still refuses any browser
 // request from a foreign origin, which is every request a rebinding attack
 // can make that reaches a tool (browsers send Origin on every POST).
 func NewHTTPServer(s *Supervisor, o ServeOptions, log hclog.Logger) *http.Server {

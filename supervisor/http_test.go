@@ -3,6 +3,7 @@ package supervisor
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -564,3 +565,35 @@ func TestReady(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+func TestSlogHandler(t *testing.T) {
+	cases := []struct {
+		name   string
+		level  hclog.Level
+		log    func(*slog.Logger)
+		want   string // substring of the output; empty: nothing logged
+		absent string
+	}{
+		{"error passes", hclog.Info, func(l *slog.Logger) { l.Error("boom", "k", 1) }, "[ERROR] http: boom: k=1", ""},
+		{"warn passes", hclog.Info, func(l *slog.Logger) { l.Warn("careful") }, "[WARN]  http: careful", ""},
+		{"info is debug detail", hclog.Info, func(l *slog.Logger) { l.Info("routine") }, "", "routine"},
+		{"info shown at debug", hclog.Debug, func(l *slog.Logger) { l.Info("routine") }, "[DEBUG] http: routine", ""},
+		{"attrs and groups", hclog.Info, func(l *slog.Logger) {
+			l.With("session", "s1").WithGroup("req").Error("failed", "id", 7)
+		}, "session=s1 req.id=7", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf strings.Builder
+			log := hclog.New(&hclog.LoggerOptions{Name: "http", Level: c.level, Output: &buf})
+			c.log(slog.New(slogHandler{log: log}))
+			out := buf.String()
+			if c.want == "" && out != "" {
+				t.Errorf("logged %q, want nothing", out)
+			}
+			if !strings.Contains(out, c.want) || (c.absent != "" && strings.Contains(out, c.absent)) {
+				t.Errorf("logged %q, want %q", out, c.want)
+			}
+		})
+	}
+}

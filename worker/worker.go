@@ -119,6 +119,10 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs})
 	cancel()
 	timer.Stop()
+	if o.Limit == runtimes.LimitTimeout {
+		// Whoever stopped it, the answer names the configured limit.
+		o = runtimes.TimeoutOutcome(timeout)
+	}
 	return finish(o)
 }
 

@@ -96,7 +96,8 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	logger.Info("serving MCP on stdio")
 	select {
 	case err := <-done:
-		// stdin closed: the client is gone, and so are its calls.
+		// stdin closed: the client is gone, and Listen has cancelled its
+		// calls and waited for them, so there is nothing left to drain.
 		sup.Shutdown(context.Background())
 		if err != nil {
 			logger.Error("stdio server stopped", "error", err)
@@ -109,6 +110,7 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	drain(sup, opts.ShutdownGrace, logger)
 	cancel()
 	<-done
+	logger.Info("stopped")
 	return exitOK
 }
 
@@ -125,7 +127,7 @@ func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor,
 	select {
 	case err := <-done:
 		logger.Error("HTTP server stopped", "error", err)
-		sup.Shutdown(context.Background())
+		drain(sup, opts.ShutdownGrace, logger)
 		return exitCodeError
 	case <-signals.Done():
 	}
