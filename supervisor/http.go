@@ -216,23 +216,6 @@ func NewHTTPServer(s *Supervisor, o ServeOptions, log hclog.Logger) *http.Server
 	}
 }
 
-// Ready reports whether the supervisor should be sent calls: each
-// language's first worker has started, so the compilation cache is filled
-// and a call does not wait seconds for a compile, and it is not shutting
-// down.
-func (s *Supervisor) Ready() bool {
-	for _, pl := range s.pools {
-		select {
-		case <-pl.warm:
-		default:
-			return false
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.draining
-}
-
 // handler puts the checks in front of mcp: probes first, which need no
 // token so that orchestrators can call them; then, for everything else,
 // Origin, token, the per-client limit and the body limit, in that order, so

@@ -124,6 +124,23 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Ready reports whether the supervisor should be sent calls: each
+// language's first worker has started, so the compilation cache is filled
+// and a call does not wait seconds for a compile, and it is not shutting
+// down.
+func (s *Supervisor) Ready() bool {
+	for _, pl := range s.pools {
+		select {
+		case <-pl.warm:
+		default:
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.draining
+}
+
 // begin counts a new execution, unless the supervisor is shutting down.
 func (s *Supervisor) begin() bool {
 	s.mu.Lock()

@@ -52,7 +52,7 @@ order`, result: `["micro","t10","iv","iv","t100"]`, minDuration: 200 * time.Mill
 			isError: true, limit: "memory", errContains: "128MiB"},
 		{name: "deep recursion is a RangeError", code: "function f(n) { return f(n + 1) + 1 }\nf(0)",
 			isError: true, errType: "RangeError", errContains: "Maximum call stack size exceeded"},
-		{name: "output flood is truncated", code: "for (let i = 0; i < 300000; i++) console.log('x'.repeat(20));\n'done'",
+		{name: "output flood is truncated", code: "for (let i = 0; i < 3000; i++) console.log('x'.repeat(1000));\n'done'",
 			isError: true, limit: "output", truncated: true, result: `"done"`},
 		{name: "no host globals", code: "[typeof require, typeof process, typeof fetch, typeof XMLHttpRequest, typeof Deno, typeof Bun]",
 			result: `["undefined","undefined","undefined","undefined","undefined","undefined"]`},

@@ -11,7 +11,7 @@ import (
 const usage = `capsule runs Python and JavaScript code in WebAssembly sandboxes.
 
 Usage:
-  capsule serve [flags]                          MCP server on stdio
+  capsule serve [flags]                          MCP server on stdio, or over HTTP with --http
   capsule exec LANG [flags] (-c CODE | FILE | -) run code once and print what it did
   capsule doctor [--json]                        check each hardening layer and runtime
   capsule version                                print versions

@@ -63,7 +63,7 @@ asyncio.run(main())`, result: "[10,20,30,10]"},
 			isError: true, limit: "timeout", errContains: "timeout: execution exceeded 3s", stdout: "start"},
 		{name: "memory bomb hits the memory limit", code: "a = []\nwhile True:\n    a.append(bytearray(1 << 20))",
 			isError: true, limit: "memory", errContains: "128MiB"},
-		{name: "print flood is truncated", code: "for i in range(300000):\n    print('x' * 20)\n'done'",
+		{name: "print flood is truncated", code: "for i in range(3000):\n    print('x' * 1000)\n'done'",
 			isError: true, limit: "output", truncated: true, result: `"done"`, text: "truncated"},
 	}
 	for _, e := range cases {
