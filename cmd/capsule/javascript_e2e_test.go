@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 )
@@ -64,29 +62,4 @@ order`, result: `["micro","t10","iv","iv","t100"]`, minDuration: 200 * time.Mill
 			check(t, res, st, e)
 		})
 	}
-}
-
-func TestJavaScriptStateless(t *testing.T) {
-	s := startServer(t)
-	_, st := s.call(t, "execute_javascript", "globalThis.secretName = 42; secretName")
-	if string(st.Result) != "42" {
-		t.Fatalf("first call result %s", st.Result)
-	}
-	res, st := s.call(t, "execute_javascript", "secretName")
-	check(t, res, st, expectation{isError: true, errType: "ReferenceError", errContains: "secretName"})
-}
-
-func TestJavaScriptConcurrent(t *testing.T) {
-	s := startServer(t)
-	const n = 16
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			res, st := s.call(t, "execute_javascript", fmt.Sprintf("console.log(%d); %d * 2", i, i))
-			check(t, res, st, expectation{stdoutExact: ptr(fmt.Sprintf("%d\n", i)), result: fmt.Sprint(i * 2)})
-		}(i)
-	}
-	wg.Wait()
 }

@@ -74,29 +74,47 @@ asyncio.run(main())`, result: "[10,20,30,10]"},
 	}
 }
 
-func TestPythonStateless(t *testing.T) {
+func TestStateless(t *testing.T) {
 	s := startServer(t)
-	_, st := s.call(t, "execute_python", "secret_name = 42\nsecret_name")
-	if string(st.Result) != "42" {
-		t.Fatalf("first call result %s", st.Result)
+	for _, c := range []struct {
+		tool, define, use, errType string
+	}{
+		{"execute_python", "secret_name = 42\nsecret_name", "secret_name", "NameError"},
+		{"execute_javascript", "globalThis.secretName = 42; secretName", "secretName", "ReferenceError"},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			_, st := s.call(t, c.tool, c.define)
+			if string(st.Result) != "42" {
+				t.Fatalf("first call result %s", st.Result)
+			}
+			res, st := s.call(t, c.tool, c.use)
+			check(t, res, st, expectation{isError: true, errType: c.errType, errContains: c.use})
+		})
 	}
-	res, st := s.call(t, "execute_python", "secret_name")
-	check(t, res, st, expectation{isError: true, errType: "NameError", errContains: "secret_name"})
 }
 
-func TestPythonConcurrent(t *testing.T) {
+func TestConcurrent(t *testing.T) {
 	s := startServer(t)
-	const n = 8
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			res, st := s.call(t, "execute_python", fmt.Sprintf("print(%d)\n%d * 2", i, i))
-			check(t, res, st, expectation{stdoutExact: ptr(fmt.Sprintf("%d\n", i)), result: fmt.Sprint(i * 2)})
-		}(i)
+	for _, c := range []struct {
+		tool, format string
+		n            int
+	}{
+		{"execute_python", "print(%d)\n%d * 2", 8},
+		{"execute_javascript", "console.log(%d); %d * 2", 16},
+	} {
+		t.Run(c.tool, func(t *testing.T) {
+			var wg sync.WaitGroup
+			for i := 0; i < c.n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					res, st := s.call(t, c.tool, fmt.Sprintf(c.format, i, i))
+					check(t, res, st, expectation{stdoutExact: ptr(fmt.Sprintf("%d\n", i)), result: fmt.Sprint(i * 2)})
+				}(i)
+			}
+			wg.Wait()
+		})
 	}
-	wg.Wait()
 }
 
 func TestBadArguments(t *testing.T) {

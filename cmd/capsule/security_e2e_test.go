@@ -97,6 +97,13 @@ func runningWorker(t *testing.T, s *testServer, tool, code string) (int, <-chan 
 		req.Params.Arguments = map[string]any{"code": code}
 		_, _ = s.c.CallTool(context.Background(), req)
 	}()
+	return lockedWorker(t, s), done
+}
+
+// lockedWorker waits for the server's one worker to be past its lockdown
+// and returns its pid.
+func lockedWorker(t *testing.T, s *testServer) int {
+	t.Helper()
 	var pid int
 	if !eventually(20*time.Second, func() bool {
 		for _, c := range children(s.cmd.Process.Pid) {
@@ -109,7 +116,7 @@ func runningWorker(t *testing.T, s *testServer, tool, code string) (int, <-chan 
 	}) {
 		t.Fatalf("no locked-down worker appeared; children: %v", children(s.cmd.Process.Pid))
 	}
-	return pid, done
+	return pid
 }
 
 var noPool = []string{"--pool-python", "0", "--pool-javascript", "0"}
@@ -393,18 +400,7 @@ func TestWorkerFaults(t *testing.T) {
 			_, st := s.call(t, "execute_python", "import time\nprint('before', flush=True)\ntime.sleep(9)")
 			done <- st
 		}()
-		var pid int
-		if !eventually(20*time.Second, func() bool {
-			for _, c := range children(s.cmd.Process.Pid) {
-				if procStatus(c, "Seccomp") == "2" {
-					pid = c
-					return true
-				}
-			}
-			return false
-		}) {
-			t.Fatal("no worker appeared")
-		}
+		pid := lockedWorker(t, s)
 		// Past the worker's start-up, while the code sleeps.
 		time.Sleep(3 * time.Second)
 		_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -20,8 +20,7 @@
 package isolation
 
 import (
-	"fmt"
-	"strings"
+	"capsule/worker/lockdown"
 )
 
 // Layer names, as used in Layer.Name.
@@ -50,60 +49,14 @@ type Options struct {
 	UID, GID int
 }
 
-// Report says which isolation features the returned attributes carry.
-type Report struct {
-	// Layers lists the namespaces (user, net, pid, ipc, uts, mount), then
-	// pdeathsig and setpgid.
-	Layers []Layer
-}
+// Report says which isolation features the returned attributes carry: the
+// namespaces (user, net, pid, ipc, uts, mount), then pdeathsig and setpgid.
+// It is the same type as the worker's lockdown report, so the supervisor
+// and `capsule doctor` treat every hardening layer alike.
+type Report = lockdown.Report
 
 // Layer is one isolation feature.
-type Layer struct {
-	// Name is one of the Layer* constants.
-	Name string
-	// Active is true when the attributes include the feature.
-	Active bool
-	// Reason says what the feature does here, or why it is missing.
-	Reason string
-}
-
-// Missing returns the names of the features that are not active, for the
-// supervisor's start-up warning.
-func (r Report) Missing() []string {
-	var out []string
-	for _, l := range r.Layers {
-		if !l.Active {
-			out = append(out, l.Name)
-		}
-	}
-	return out
-}
-
-// Complete reports whether every feature is active.
-func (r Report) Complete() bool { return len(r.Layers) > 0 && len(r.Missing()) == 0 }
-
-// Layer returns the feature with the given name.
-func (r Report) Layer(name string) (Layer, bool) {
-	for _, l := range r.Layers {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return Layer{}, false
-}
-
-// String renders the report on one line, for logs and `capsule doctor`.
-func (r Report) String() string {
-	parts := make([]string, 0, len(r.Layers))
-	for _, l := range r.Layers {
-		state := "active"
-		if !l.Active {
-			state = "unavailable"
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s (%s)", l.Name, state, l.Reason))
-	}
-	return strings.Join(parts, "; ")
-}
+type Layer = lockdown.Layer
 
 // namespaceLayers is the order namespaces appear in a Report.
 var namespaceLayers = []string{LayerUserNS, LayerNetNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerMountNS}
