@@ -33,6 +33,10 @@ type pool struct {
 	stop     chan struct{}
 }
 
+// refillDelay is how long after a take the pool starts a replacement
+// while it still has ready workers.
+const refillDelay = 30 * time.Millisecond
+
 type pooledWorker struct {
 	p     *process
 	since time.Time
@@ -67,7 +71,14 @@ func (pl *pool) take() *process {
 			continue // died while waiting; the monitor refills
 		default:
 		}
-		pl.signal()
+		if len(pl.ready) == 0 {
+			pl.signal()
+		} else {
+			// Starting a worker forks the server and costs the CPU the
+			// call about to run needs: while others are ready, refill
+			// once the call has likely answered.
+			time.AfterFunc(refillDelay, pl.signal)
+		}
 		return w.p
 	}
 	return nil
