@@ -54,9 +54,9 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("capsule-bench", flag.ContinueOnError)
 	fs.StringVar(&o.bin, "bin", "bin/capsule", "the capsule binary to measure")
-	fs.IntVar(&o.n, "n", 100, "measured calls per latency row")
+	fs.IntVar(&o.n, "n", 40, "measured calls per latency row")
 	fs.IntVar(&o.warmup, "warmup", 3, "unmeasured calls before each latency row")
-	fs.DurationVar(&o.pause, "pause", 50*time.Millisecond, "pause between latency calls, as an agent leaves them")
+	fs.DurationVar(&o.pause, "pause", time.Second, "pause between latency calls, as an agent leaves them while it thinks; shorter than a Python worker's start-up (about 0.35 s of CPU) empties the pool")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each throughput row keeps calls in flight")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each start-up and compute measurement (the median is reported)")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: -n 15, -duration 1.5s, -reps 1")

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestExecExitStatus runs `capsule exec` as a script would and checks its
+// output and exit status: 0 ok, 1 code error, 2 usage, 3 limit.
+func TestExecExitStatus(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		stdin  string
+		status int
+		stdout string
+		stderr string
+	}{
+		{"python result", []string{"python", "-c", "print('hi')\n6 * 7"}, "", 0, "hi\n42\n", ""},
+		{"javascript from stdin", []string{"javascript", "-"}, "console.log('js'); [1, 2]", 0, "js\n[1,2]\n", ""},
+		{"exception", []string{"python", "-c", "1 / 0"}, "", 1, "", "ZeroDivisionError"},
+		{"timeout", []string{"python", "--timeout", "1s", "-c", "while True: pass"}, "", 3, "", "exceeded 1s"},
+		{"unknown language", []string{"ruby", "-c", "1"}, "", 2, "", "unknown language"},
+		{"no code", []string{"python"}, "", 2, "", "exactly one of"},
+		{"bad flag", []string{"python", "--memory", "lots", "-c", "1"}, "", 2, "", "invalid size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(capsuleBin, append([]string{"exec"}, c.args...)...)
+			cmd.Env = serverEnv()
+			cmd.Stdin = strings.NewReader(c.stdin)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			status := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				status = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != c.status || !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) {
+				t.Fatalf("status %d stdout %q stderr %q; want %d, %q, %q", status, stdout.String(), stderr.String(), c.status, c.stdout, c.stderr)
+			}
+		})
+	}
+}
+
+// TestWorkerRefusesToRunByHand: without its ipc pipes the worker says what
+// it is and exits with the usage status.
+func TestWorkerRefusesToRunByHand(t *testing.T) {
+	out, err := exec.Command(capsuleBin, "worker").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "ipc pipes") {
+		t.Fatalf("err %v output %q; want exit status 2 and a message about its ipc pipes", err, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(capsuleBin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"capsule ", "go go1.", "wazero v", "cpython 3.11.", "Debian source package python3.11 3.11.", "quickjs-ng "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("version output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	out, err := exec.Command(capsuleBin, "doctor", "--json").Output()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, layer := range []string{"seccomp", "landlock", "no_new_privs", "namespaces", "rlimits", "python", "javascript"} {
+		if !strings.Contains(string(out), `"`+layer+`"`) {
+			t.Errorf("doctor --json lacks %q:\n%s", layer, out)
+		}
+	}
+}
