@@ -184,7 +184,7 @@ func verify(s moduleShape) error {
 	}
 	sort.Strings(unknown)
 	for _, key := range unknown {
-		problems = append(problems, fmt.Sprintf("import %q is not implemented", key))
+		problems = append(problems, fmt.Sprintf("import %q is unknown: capsule provides no function for it", key))
 	}
 	for _, n := range exportNames {
 		got, ok := s.exports[n.min]

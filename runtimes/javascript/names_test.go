@@ -157,7 +157,7 @@ func TestVerify(t *testing.T) {
 		{"retyped import", func(s *moduleShape) { s.imports["a.p"] = sig(nil, api.ValueTypeI32) },
 			`javascript: import emscripten_date_now (minified "a.p") has signature ()->i32, want ()->f64`},
 		{"unknown import", func(s *moduleShape) { s.imports["a.zz"] = sig(nil) },
-			`javascript: import "a.zz" is not implemented`},
+			`javascript: import "a.zz" is unknown: capsule provides no function for it`},
 		{"imported memory", func(s *moduleShape) { s.ownsMemory, s.importsMemory = false, true },
 			`javascript: the module must define and export its memory as "memory"`},
 	}
