@@ -620,9 +620,9 @@ func TestInvalidInputs(t *testing.T) {
 	}
 }
 
-// BenchmarkPrepareRun measures what one execution costs a worker whose
-// engine is compiled: a fresh instance, CPython's start-up, and "1+1".
-func BenchmarkPrepareRun(b *testing.B) {
+// benchmarkRun measures what one execution of code costs a worker whose
+// engine is compiled: a fresh instance, CPython's start-up, and the code.
+func benchmarkRun(b *testing.B, code, want string) {
 	e := engineWithLimit(b, defaultLimit)
 	ctx := context.Background()
 	for b.Loop() {
@@ -630,27 +630,18 @@ func BenchmarkPrepareRun(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out := inst.Run(ctx, runtimes.Request{Code: "1+1"})
-		if string(out.Result) != "2" {
+		out := inst.Run(ctx, runtimes.Request{Code: code})
+		if string(out.Result) != want {
 			b.Fatalf("outcome %+v", out)
 		}
 		_ = inst.Close(ctx)
 	}
 }
 
+// BenchmarkPrepareRun: start-up and a trivial expression.
+func BenchmarkPrepareRun(b *testing.B) { benchmarkRun(b, "1+1", "2") }
+
 // BenchmarkLoop measures interpreter speed: a 3e6-iteration loop.
 func BenchmarkLoop(b *testing.B) {
-	e := engineWithLimit(b, defaultLimit)
-	ctx := context.Background()
-	for b.Loop() {
-		inst, err := e.Prepare(ctx, runtimes.Streams{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		out := inst.Run(ctx, runtimes.Request{Code: "t = 0\nfor i in range(3_000_000):\n    t += i\nt"})
-		if string(out.Result) != "4499998500000" {
-			b.Fatalf("outcome %+v", out)
-		}
-		_ = inst.Close(ctx)
-	}
+	benchmarkRun(b, "t = 0\nfor i in range(3_000_000):\n    t += i\nt", "4499998500000")
 }
