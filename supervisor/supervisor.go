@@ -40,7 +40,6 @@ type Supervisor struct {
 	executable string
 	slots      chan struct{}
 	spawner    *isolation.Spawner
-	isolation  isolation.Options
 	nextID     atomic.Uint64
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
@@ -79,7 +78,6 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		executable: executable,
 		slots:      make(chan struct{}, cfg.MaxConcurrency),
 		spawner:    isolation.NewSpawner(),
-		isolation:  cfg.Isolation,
 		pools:      map[string]*pool{},
 		drained:    make(chan struct{}),
 	}
@@ -192,7 +190,7 @@ func checkHardening(cfg Config, log hclog.Logger) error {
 }
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {
-	attr, _ := isolation.SysProcAttr(s.isolation)
+	attr, _ := isolation.SysProcAttr(s.cfg.Isolation)
 	return attr
 }
 
