@@ -10,10 +10,11 @@ GO       ?= go
 BIN      := bin/capsule
 FUZZTIME ?= 30s
 # The race detector needs cgo; the Python build installs clang, which
-# serves as the C compiler when gcc is absent.
-RACE_CC  := $(shell command -v gcc || command -v clang || echo cc)
+# serves as the C compiler when gcc is absent (looked up when used, after
+# the assets are built, hence "=" rather than ":=").
+RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test unit e2e fuzz bench assets python-wasm javascript-wasm clean
+.PHONY: all build run test fuzz bench assets python-wasm javascript-wasm clean
 
 all: build
 
