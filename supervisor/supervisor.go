@@ -92,9 +92,6 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	return s, nil
 }
 
-// Config returns the supervisor's configuration.
-func (s *Supervisor) Config() Config { return s.cfg }
-
 // Shutdown lets running executions finish until ctx ends, then kills their
 // workers, and closes the supervisor. Calls that arrive meanwhile are
 // refused. It returns ctx's error when it had to kill.

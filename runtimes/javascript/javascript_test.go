@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"capsule/runtimes"
+	"capsule/runtimes/internal/runtimetest"
 )
 
 // run prepares an instance and runs code with a deadline of timeout.
@@ -287,33 +288,10 @@ func TestCompileWithCache(t *testing.T) {
 	}
 }
 
-func BenchmarkPrepareRun(b *testing.B) {
-	e := testEngine(b)
-	ctx := context.Background()
-	for b.Loop() {
-		inst, err := e.Prepare(ctx, runtimes.Streams{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if o := inst.Run(ctx, runtimes.Request{Code: "1+1"}); string(o.Result) != "2" {
-			b.Fatalf("%+v", o)
-		}
-		_ = inst.Close(ctx)
-	}
-}
+// BenchmarkPrepareRun: a fresh instance and a trivial expression.
+func BenchmarkPrepareRun(b *testing.B) { runtimetest.BenchmarkRun(b, testEngine(b), "1+1", "2") }
 
+// BenchmarkLoop measures interpreter speed: a 3e6-iteration loop.
 func BenchmarkLoop(b *testing.B) {
-	e := testEngine(b)
-	ctx := context.Background()
-	for b.Loop() {
-		inst, err := e.Prepare(ctx, runtimes.Streams{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		o := inst.Run(ctx, runtimes.Request{Code: "let s = 0; for (let i = 0; i < 3e6; i++) s += i; s"})
-		if string(o.Result) != "4499998500000" {
-			b.Fatalf("%+v", o)
-		}
-		_ = inst.Close(ctx)
-	}
+	runtimetest.BenchmarkRun(b, testEngine(b), "let s = 0; for (let i = 0; i < 3e6; i++) s += i; s", "4499998500000")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"capsule/runtimes"
+	"capsule/runtimes/internal/runtimetest"
 )
 
 // Engines are compiled once per limit and shared: a cold compile takes
@@ -620,28 +621,12 @@ func TestInvalidInputs(t *testing.T) {
 	}
 }
 
-// benchmarkRun measures what one execution of code costs a worker whose
-// engine is compiled: a fresh instance, CPython's start-up, and the code.
-func benchmarkRun(b *testing.B, code, want string) {
-	e := engineWithLimit(b, defaultLimit)
-	ctx := context.Background()
-	for b.Loop() {
-		inst, err := e.Prepare(ctx, runtimes.Streams{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		out := inst.Run(ctx, runtimes.Request{Code: code})
-		if string(out.Result) != want {
-			b.Fatalf("outcome %+v", out)
-		}
-		_ = inst.Close(ctx)
-	}
+// BenchmarkPrepareRun: a fresh instance, CPython's start-up and "1+1".
+func BenchmarkPrepareRun(b *testing.B) {
+	runtimetest.BenchmarkRun(b, engineWithLimit(b, defaultLimit), "1+1", "2")
 }
-
-// BenchmarkPrepareRun: start-up and a trivial expression.
-func BenchmarkPrepareRun(b *testing.B) { benchmarkRun(b, "1+1", "2") }
 
 // BenchmarkLoop measures interpreter speed: a 3e6-iteration loop.
 func BenchmarkLoop(b *testing.B) {
-	benchmarkRun(b, "t = 0\nfor i in range(3_000_000):\n    t += i\nt", "4499998500000")
+	runtimetest.BenchmarkRun(b, engineWithLimit(b, defaultLimit), "t = 0\nfor i in range(3_000_000):\n    t += i\nt", "4499998500000")
 }
