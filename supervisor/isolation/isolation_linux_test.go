@@ -1,6 +1,7 @@
 package isolation
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,18 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "sleep":
 		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "spawn-sleeper":
+		// A supervisor in miniature: start a sleeper through a Spawner,
+		// say its pid, and die without any clean-up.
+		exe, _ := os.Executable()
+		child := exec.Command(exe)
+		child.Env = append(os.Environ(), helperEnv+"=sleep")
+		child.SysProcAttr, _ = SysProcAttr(Options{})
+		if err := NewSpawner().Start(child); err != nil {
+			os.Exit(2)
+		}
+		fmt.Println(child.Process.Pid)
 		os.Exit(0)
 	default:
 		os.Exit(0)
@@ -216,28 +229,41 @@ func TestSetpgid(t *testing.T) {
 	}
 }
 
-// TestSpawnerCloseKillsChildren shows Pdeathsig at work: when the
-// spawner's thread ends, its children die.
-func TestSpawnerCloseKillsChildren(t *testing.T) {
-	attr, _ := SysProcAttr(Options{})
-	spawner := NewSpawner()
-	cmd := helperCmd(t, "sleep", attr)
-	if err := spawner.Start(cmd); err != nil {
+// TestServerDeathKillsChildren shows Pdeathsig at work: when the process
+// that started a worker through a Spawner dies, the worker dies too.
+func TestServerDeathKillsChildren(t *testing.T) {
+	out, err := helperCmd(t, "spawn-sleeper", nil).Output()
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	spawner.Close()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("child ended with %v, want SIGKILL", err)
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("child still alive 10s after the spawner closed")
+	var pid int
+	if _, err := fmt.Sscan(string(out), &pid); err != nil {
+		t.Fatalf("helper printed %q", out)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("worker %d still alive 10s after its parent died", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+func TestStartAfterClose(t *testing.T) {
+	attr, _ := SysProcAttr(Options{})
+	spawner := NewSpawner()
+	spawner.Close()
 	if err := spawner.Start(helperCmd(t, "exit", attr)); !errors.Is(err, ErrSpawnerClosed) {
 		t.Errorf("Start after Close: %v, want ErrSpawnerClosed", err)
 	}

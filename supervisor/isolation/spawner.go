@@ -67,9 +67,10 @@ func (s *Spawner) Start(cmd *exec.Cmd) error {
 }
 
 // Close stops the spawner: Start calls in progress finish first, then its
-// goroutine ends and the runtime terminates its thread right after Close
-// returns, at which point children started with Pdeathsig receive their
-// signal. Close is idempotent.
+// goroutine ends. The runtime then terminates its thread, which sends the
+// children their Pdeathsig, unless the thread is the process's main
+// thread, which the runtime keeps until the process exits. Either way every
+// child dies by the time the process does. Close is idempotent.
 func (s *Spawner) Close() {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
