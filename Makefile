@@ -26,11 +26,17 @@ run: build
 
 assets: python-wasm javascript-wasm
 
+# Each runtime's module is prepared for interpreter snapshots: its data
+# segments move to a file of their own (runtimes/internal/snapshot).
+PREPARE = $(GO) run ./runtimes/internal/snapshot/prepare
+
 python-wasm:
 	runtimes/python/build.sh
+	$(PREPARE) -in runtimes/python/dist/python.wasm -out runtimes/python/dist/python.snap.wasm -data runtimes/python/dist/python.data
 
 javascript-wasm:
 	runtimes/javascript/fetch.sh
+	$(PREPARE) -in runtimes/javascript/dist/quickjs.wasm -out runtimes/javascript/dist/quickjs.snap.wasm -data runtimes/javascript/dist/quickjs.data
 
 test: assets
 	$(GO) vet ./...

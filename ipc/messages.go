@@ -22,7 +22,28 @@ type Setup struct {
 	MaxTimeoutMS int64 `json:"max_timeout_ms"`
 	// CacheDir is wazero's compilation cache directory, or empty.
 	CacheDir string `json:"cache_dir"`
+	// Mode is ModeRun, or ModeSnapshot for the trusted worker that writes
+	// an interpreter snapshot to SnapshotFD and exits.
+	Mode string `json:"mode,omitempty"`
+	// SnapshotKey names the snapshot: the one to write (ModeSnapshot), or
+	// the one on SnapshotFD to start from (ModeRun). Empty in ModeRun
+	// means no snapshot: the interpreter starts cold.
+	SnapshotKey string `json:"snapshot_key,omitempty"`
 }
+
+// Worker modes.
+const (
+	// ModeRun makes a worker that runs one request.
+	ModeRun = ""
+	// ModeSnapshot makes a worker that writes an interpreter snapshot and
+	// exits; it reads no request and runs no untrusted code.
+	ModeSnapshot = "snapshot"
+)
+
+// SnapshotFD is the worker's file descriptor of the snapshot image, when
+// Setup names one: a sealed, read-only memfd in ModeRun, a writable one in
+// ModeSnapshot.
+const SnapshotFD = 5
 
 // Ready says the worker is waiting for its one request.
 type Ready struct {
@@ -90,6 +111,12 @@ func (s *Setup) Validate() error {
 	}
 	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 {
 		return fmt.Errorf("ipc: setup has invalid limits")
+	}
+	if s.Mode != ModeRun && s.Mode != ModeSnapshot {
+		return fmt.Errorf("ipc: setup names unknown mode %q", s.Mode)
+	}
+	if s.Mode == ModeSnapshot && s.SnapshotKey == "" {
+		return fmt.Errorf("ipc: setup asks for a snapshot without a key")
 	}
 	return nil
 }

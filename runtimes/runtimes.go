@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -39,6 +40,12 @@ type Config struct {
 	// CacheDir is wazero's file compilation cache directory. Empty means no
 	// file cache (compile in memory).
 	CacheDir string
+	// Snapshot, when set, is an image of an interpreter taken right after
+	// its start-up (see runtimes/internal/snapshot): every instance starts
+	// from it instead of running the start-up. SnapshotKey is the key the
+	// image must have been made for.
+	Snapshot    *os.File
+	SnapshotKey string
 }
 
 // Streams receive the guest's standard output and standard error. Writes must
@@ -55,6 +62,14 @@ type Engine interface {
 	Prepare(ctx context.Context, streams Streams) (Instance, error)
 	// Close releases the compiled module and its runtime.
 	Close(ctx context.Context) error
+}
+
+// Snapshotter is an Engine that can write an image of an interpreter right
+// after its start-up, for Config.Snapshot.
+type Snapshotter interface {
+	// WriteSnapshot starts a fresh interpreter, as Prepare does without a
+	// snapshot, and writes its image to f under key.
+	WriteSnapshot(ctx context.Context, f *os.File, key string) error
 }
 
 // Instance is one prepared interpreter. Run is called at most once.

@@ -38,7 +38,16 @@ type process struct {
 
 // startProcess starts one worker for language and sends it its Setup frame.
 // The worker is not ready until its Ready frame arrives (see awaitReady).
+// It starts from the language's interpreter snapshot, which the first call
+// makes (and waits for).
 func (s *Supervisor) startProcess(language string) (*process, error) {
+	image, key := s.snapshots.get(language)
+	return s.spawnWorker(language, ipc.ModeRun, key, image)
+}
+
+// spawnWorker starts a worker in mode. image, when not nil, becomes its
+// ipc.SnapshotFD: the snapshot named key to start from, or to write.
+func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*process, error) {
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating ipc pipe: %w", err)
@@ -65,6 +74,11 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		Stderr:      errW,
 		ExtraFiles:  []*os.File{toR, fromW}, // become fds 3 and 4
 		SysProcAttr: s.sysProcAttr(),
+	}
+	if image != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, image) // ipc.SnapshotFD
+	} else {
+		key = ""
 	}
 	err = s.spawner.Start(cmd)
 	// The child has its copies; the parent keeps only its own ends, so
@@ -107,6 +121,8 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
 		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
 		CacheDir:     s.cfg.CacheDir,
+		Mode:         mode,
+		SnapshotKey:  key,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

@@ -43,6 +43,8 @@ type Supervisor struct {
 	nextID     atomic.Uint64
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
+	// snapshots holds each language's interpreter snapshot.
+	snapshots *snapshots
 	// waiting counts calls queued for a slot, against MaxQueue.
 	waiting atomic.Int64
 	// mu guards running, draining and drained, which let Shutdown wait
@@ -81,6 +83,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		pools:      map[string]*pool{},
 		drained:    make(chan struct{}),
 	}
+	s.snapshots = newSnapshots(s)
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
@@ -166,6 +169,7 @@ func (s *Supervisor) Close() {
 	}
 	s.reaping.Wait()
 	s.spawner.Close()
+	s.snapshots.close()
 }
 
 // checkHardening logs one warning naming the OS hardening layers this

@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"runtime"
 
 	"capsule/runtimes"
 	"capsule/runtimes/javascript"
@@ -22,4 +25,22 @@ func Compile(ctx context.Context, language string, cfg runtimes.Config) (runtime
 		return nil, fmt.Errorf("unknown language %q", language)
 	}
 	return c(ctx, cfg)
+}
+
+var identities = map[string]func() string{
+	runtimes.Python:     python.Identity,
+	runtimes.JavaScript: javascript.Identity,
+}
+
+// SnapshotKey names the interpreter snapshot of language for a memory
+// limit: it changes with anything the image depends on (the runtime's
+// module, data and start-up program, the limit, the architecture), so an
+// image made by another binary or for other limits is never used.
+func SnapshotKey(language string, memoryBytes uint64) (string, error) {
+	id, ok := identities[language]
+	if !ok {
+		return "", fmt.Errorf("unknown language %q", language)
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s", id(), memoryBytes, runtime.GOARCH))
+	return language + "-" + hex.EncodeToString(h[:16]), nil
 }

@@ -67,6 +67,14 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	if err := readJSON(in, ipc.TypeSetup, &setup); err != nil {
 		return err
 	}
+	if setup.Mode == ipc.ModeSnapshot {
+		err := writeSnapshot(ctx, &setup)
+		if err != nil {
+			_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
+			return err
+		}
+		return out.WriteJSON(ipc.TypeReady, ipc.Ready{Protocol: ipc.ProtocolVersion})
+	}
 	inst, stdout, stderr, err := prepare(ctx, &setup, out)
 	if err != nil {
 		// Tell the supervisor why; it turns this into the tool's answer.
@@ -166,10 +174,15 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.I
 	if err := setup.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	engine, err := Compile(ctx, setup.Language, runtimes.Config{
+	cfg := runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
-	})
+	}
+	if setup.SnapshotKey != "" {
+		cfg.Snapshot = os.NewFile(ipc.SnapshotFD, "snapshot")
+		cfg.SnapshotKey = setup.SnapshotKey
+	}
+	engine, err := Compile(ctx, setup.Language, cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -183,6 +196,32 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.I
 		return nil, nil, nil, fmt.Errorf("%s: starting the interpreter: %w", setup.Language, err)
 	}
 	return inst, stdout, stderr, nil
+}
+
+// writeSnapshot is the whole work of a ModeSnapshot worker: compile (which
+// also fills the compilation cache), start an interpreter, write its image
+// to the snapshot descriptor. It reads no request and runs nothing
+// untrusted, so it needs no lockdown beyond the supervisor's namespaces.
+func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
+	if err := setup.Validate(); err != nil {
+		return err
+	}
+	engine, err := Compile(ctx, setup.Language, runtimes.Config{
+		MemoryLimitBytes: setup.MemoryBytes,
+		CacheDir:         setup.CacheDir,
+	})
+	if err != nil {
+		return err
+	}
+	s, ok := engine.(runtimes.Snapshotter)
+	if !ok {
+		return fmt.Errorf("%s: this runtime cannot be snapshotted", setup.Language)
+	}
+	f := os.NewFile(ipc.SnapshotFD, "snapshot")
+	if err := s.WriteSnapshot(ctx, f, setup.SnapshotKey); err != nil {
+		return fmt.Errorf("%s: writing the snapshot: %w", setup.Language, err)
+	}
+	return nil
 }
 
 // readJSON reads the next frame, which must be of type want.

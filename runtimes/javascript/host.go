@@ -86,8 +86,8 @@ func defineHost(b wazero.HostModuleBuilder) {
 		tzset(m.Memory(), uint32(s[0]), uint32(s[1]), uint32(s[2]), uint32(s[3]))
 	})
 	def(impFdSeek, func(_ context.Context, _ api.Module, s []uint64) { s[0] = errnoSpipe })
-	def(impDateNow, func(_ context.Context, _ api.Module, s []uint64) {
-		s[0] = api.EncodeF64(dateNow())
+	def(impDateNow, func(ctx context.Context, _ api.Module, s []uint64) {
+		s[0] = api.EncodeF64(instanceOf(ctx).dateNow())
 	})
 	def(impClockTimeGet, func(ctx context.Context, m api.Module, s []uint64) {
 		s[0] = uint64(instanceOf(ctx).clockTimeGet(m.Memory(), uint32(s[0]), uint32(s[2])))
@@ -181,7 +181,7 @@ func (in *instance) clockTimeGet(mem api.Memory, id, p uint32) uint32 {
 	var ns uint64
 	switch id {
 	case 0:
-		ns = uint64(time.Now().UnixNano())
+		ns = in.realtime()
 	case 1, 2, 3:
 		ns = uint64(time.Since(in.epoch).Nanoseconds())
 	default:
@@ -193,11 +193,19 @@ func (in *instance) clockTimeGet(mem api.Memory, id, p uint32) uint32 {
 	return errnoSuccess
 }
 
+// realtime is the wall clock in nanoseconds since the Unix epoch.
+func (in *instance) realtime() uint64 {
+	if in.fixedClock != 0 {
+		return in.fixedClock
+	}
+	return uint64(time.Now().UnixNano())
+}
+
 // dateNow is milliseconds since the Unix epoch, with sub-millisecond
 // precision as in the glue's Date.now() (which has none, but JavaScript
 // floors it anyway).
-func dateNow() float64 {
-	return float64(time.Now().UnixMicro()) / 1000
+func (in *instance) dateNow() float64 {
+	return float64(in.realtime()/1e3) / 1000
 }
 
 // localtime fills the struct tm at p for t seconds since the epoch. The

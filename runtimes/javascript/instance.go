@@ -2,10 +2,13 @@ package javascript
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -15,6 +18,7 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/internal/guestmem"
+	"capsule/runtimes/internal/snapshot"
 )
 
 //go:embed prelude.js
@@ -113,6 +117,9 @@ type instance struct {
 	methods   struct{ fire, render, describe, unwrap, setInputs uint32 }
 	timers    timerQueue
 
+	// fixedClock, when not zero, is what the realtime clock reads (ns).
+	fixedClock uint64
+
 	ran           bool
 	interrupted   bool // shouldInterrupt said 1: the deadline passed in JavaScript
 	timedOut      bool // the deadline passed while waiting for a timer
@@ -128,29 +135,153 @@ type trap struct{ err error }
 
 var errNoMemory = errors.New("javascript: malloc failed")
 
-// Prepare instantiates the module and starts QuickJS: runtime, context,
+// Prepare makes a fresh QuickJS ready for its code: restored from the
+// engine's snapshot when it has one, otherwise started: runtime, context,
 // stack limit, interrupt handler, and the prelude's globals (console,
 // timers). No user code runs.
 func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (inst runtimes.Instance, err error) {
+	in, mem, err := e.instantiate(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
+	if e.image != nil {
+		err = in.restore(mem)
+	} else {
+		err = in.coldStart()
+	}
+	if err != nil {
+		_ = in.mod.Close(ctx)
+		return nil, err
+	}
+	return in, nil
+}
+
+// WriteSnapshot implements runtimes.Snapshotter.
+func (e *engine) WriteSnapshot(ctx context.Context, f *os.File, key string) error {
+	in, _, err := e.instantiate(ctx, runtimes.Streams{})
+	if err != nil {
+		return err
+	}
+	defer in.mod.Close(ctx)
+	// QuickJS seeds Math.random from the clock when it makes the context.
+	// A clock that reads a chosen instant during the start-up makes the
+	// seed recognisable, so that restore can replace it (see
+	// findRandomState).
+	in.fixedClock = snapshotClock
+	if err := in.coldStart(); err != nil {
+		return err
+	}
+	in.fixedClock = 0
+	st := in.startState()
+	if st.RandomState, err = in.findRandomState(); err != nil {
+		return err
+	}
+	return snapshot.Capture(f, in.mod, e.data, key, st)
+}
+
+// instantiate makes a new instance of the module, with nothing run in it.
+func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, *guestmem.Memory, error) {
 	in := &instance{eng: e, streams: streams, epoch: time.Now()}
 	in.ctx = context.WithValue(ctx, instanceKey{}, in)
-	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, guestmem.Allocator(nil)), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	var mem *guestmem.Memory
+	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, guestmem.Allocator(&mem)), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
-		return nil, fmt.Errorf("javascript: instantiate: %w", err)
+		return nil, nil, fmt.Errorf("javascript: instantiate: %w", err)
 	}
 	in.mod, in.mem, in.fn = mod, mod.Memory(), bindExports(mod)
+	return in, mem, nil
+}
+
+// coldStart applies the module's data and starts QuickJS.
+func (in *instance) coldStart() (err error) {
+	if err := in.eng.data.Apply(in.mem); err != nil {
+		return fmt.Errorf("javascript: %w", err)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			t, ok := r.(trap)
 			if !ok {
 				panic(r)
 			}
-			_ = mod.Close(ctx)
-			inst, err = nil, fmt.Errorf("javascript: prepare: %w", t.err)
+			err = fmt.Errorf("javascript: prepare: %w", t.err)
 		}
 	}()
 	in.start()
-	return in, nil
+	return nil
+}
+
+// restore makes the instance the one the engine's snapshot was taken of,
+// with a new Math.random seed.
+func (in *instance) restore(mem *guestmem.Memory) error {
+	img := in.eng.image
+	var st startState
+	if err := json.Unmarshal(img.State, &st); err != nil {
+		return fmt.Errorf("javascript: snapshot state: %w", err)
+	}
+	if err := img.Restore(in.mod, mem, in.eng.data); err != nil {
+		return fmt.Errorf("javascript: %w", err)
+	}
+	in.loadStartState(st)
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return err
+	}
+	// xorshift's state must not be zero.
+	if !in.mem.WriteUint64Le(st.RandomState, binary.LittleEndian.Uint64(seed[:])|1) {
+		return errors.New("javascript: snapshot: Math.random state outside memory")
+	}
+	return nil
+}
+
+// startState is what the Go side keeps of QuickJS's start-up: guest
+// pointers, saved with the snapshot and set again after a restore.
+type startState struct {
+	RT, Ctx, Scratch, Prelude                  uint32
+	Fire, Render, Describe, Unwrap, SetInputs uint32
+	// RandomState is the address of the context's Math.random state.
+	RandomState uint32
+}
+
+func (in *instance) startState() startState {
+	return startState{
+		RT: in.rt, Ctx: in.jsctx, Scratch: in.scratch, Prelude: in.prelude,
+		Fire: in.methods.fire, Render: in.methods.render, Describe: in.methods.describe,
+		Unwrap: in.methods.unwrap, SetInputs: in.methods.setInputs,
+	}
+}
+
+func (in *instance) loadStartState(st startState) {
+	in.rt, in.jsctx, in.scratch, in.prelude = st.RT, st.Ctx, st.Scratch, st.Prelude
+	in.methods.fire, in.methods.render, in.methods.describe = st.Fire, st.Render, st.Describe
+	in.methods.unwrap, in.methods.setInputs = st.Unwrap, st.SetInputs
+}
+
+// snapshotClock is the instant the realtime clock reads while a snapshot's
+// start-up runs: 2001-09-09T01:46:40.123456789Z, a value whose forms in
+// nanoseconds, microseconds and milliseconds are unlikely elsewhere.
+const snapshotClock = 1_000_000_000_123_456_789
+
+// findRandomState finds the context's Math.random state: the 64-bit word in
+// the JSContext that holds the clock reading it was seeded with. Exactly
+// one must match, or the snapshot is refused rather than letting every
+// call share one random sequence.
+func (in *instance) findRandomState() (uint32, error) {
+	const span = 16 << 10 // well past the end of a JSContext
+	buf, ok := in.mem.Read(in.jsctx, span)
+	if !ok {
+		return 0, errors.New("javascript: snapshot: JSContext outside memory")
+	}
+	var found []uint32
+	for off := uint32(0); off+8 <= span; off += 8 {
+		switch binary.LittleEndian.Uint64(buf[off:]) {
+		case snapshotClock, snapshotClock / 1_000, snapshotClock / 1_000_000:
+			found = append(found, in.jsctx+off)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("javascript: snapshot: found the Math.random seed at %d places in the JSContext, want 1", len(found))
+	}
+	return found[0], nil
 }
 
 func (in *instance) start() {

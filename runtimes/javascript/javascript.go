@@ -12,17 +12,28 @@ package javascript
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 
 	"capsule/runtimes"
+	"capsule/runtimes/internal/snapshot"
 )
 
-//go:embed dist/quickjs.wasm
-var wasmModule []byte
+// quickjs.snap.wasm is fetch.sh's quickjs.wasm without its data segments,
+// which quickjs.data holds (see snapshot.PrepareModule).
+var (
+	//go:embed dist/quickjs.snap.wasm
+	wasmModule []byte
+	//go:embed dist/quickjs.data
+	moduleData []byte
+)
 
 //go:embed dist/VERSION
 var versionFile string
@@ -49,7 +60,23 @@ type engine struct {
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
 	limit    uint64 // memory limit in bytes, whole pages
+	data     *snapshot.Data
+	image    *snapshot.Image // nil: instances start cold
 }
+
+// Identity is a digest of everything an interpreter's start-up depends on:
+// the module, its data and the prelude. A snapshot is valid for one
+// identity only.
+var Identity = sync.OnceValue(func() string {
+	h := sha256.New()
+	for _, b := range [][]byte{wasmModule, moduleData, []byte(preludeSource)} {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return "javascript-" + hex.EncodeToString(h.Sum(nil))
+})
 
 // Compile compiles the embedded QuickJS module and checks it against the
 // name table (names.go). All compilation happens here, the host module's
@@ -77,6 +104,11 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	e, err := compileIn(ctx, rt, pages*65536)
+	if err == nil && cfg.Snapshot != nil {
+		if e.image, err = snapshot.Open(cfg.Snapshot, cfg.SnapshotKey); err != nil {
+			err = fmt.Errorf("javascript: %w", err)
+		}
+	}
 	if err != nil {
 		_ = rt.Close(ctx)
 		return nil, err
@@ -100,7 +132,11 @@ func compileIn(ctx context.Context, rt wazero.Runtime, limit uint64) (*engine, e
 	if _, err := host.Instantiate(ctx); err != nil {
 		return nil, fmt.Errorf("javascript: host module: %w", err)
 	}
-	return &engine{runtime: rt, compiled: compiled, limit: limit}, nil
+	data, err := snapshot.ParseData(moduleData)
+	if err != nil {
+		return nil, fmt.Errorf("javascript: %w", err)
+	}
+	return &engine{runtime: rt, compiled: compiled, limit: limit, data: data}, nil
 }
 
 // Close releases the runtime, the compiled module and every instance.

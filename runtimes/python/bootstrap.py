@@ -1,14 +1,15 @@
-# capsule's Python bootstrap, run with `python -c`. It sets the sandbox up,
-# then blocks reading one request (JSON: {"code": ..., "inputs": ...}) from
-# standard input, runs the code as __main__, and writes one report (JSON:
-# {"result": ..., "error": {...}, "exit": n}) to a file descriptor that only
-# the host's fd_write knows. Everything before the read happens in
-# Engine.Prepare, off the request's critical path.
+# capsule's bootstrap. capsule_init (reactor/capsule.c) runs it once, right after
+# CPython's start-up: it sets the sandbox up, defines _main and imports the
+# modules calls commonly use. capsule_run then calls _main, which reads one
+# request (JSON: {"code": ..., "inputs": ...}) from standard input, runs the
+# code as __main__, and writes one report (JSON: {"result": ..., "error":
+# {...}, "exit": n}) to a file descriptor that only the host's fd_write
+# knows.
 #
-# Start-up time matters (every execution is a fresh interpreter), so the
-# bootstrap imports only built-in and frozen modules: JSON goes through the
-# C accelerator _json directly (the json package would pull in re), and
-# linecache, traceback and asyncio are loaded only when needed.
+# Everything up to capsule_run is captured in the interpreter snapshot that
+# every worker starts from (python.go), so what is imported here costs a
+# call nothing. What the snapshot holds is shared by every call made from it:
+# per-call state that must differ (random seeds) is renewed in _main.
 #
 # The __NAMES__ are filled in by the Go side (python.go).
 
@@ -293,7 +294,16 @@ def _flush():
             pass
 
 
+def _fresh_random():
+    """Seed the random module anew: its state was imported into the
+    snapshot, and two calls must never see the same numbers."""
+    r = sys.modules.get("random")
+    if r is not None:
+        r.seed()
+
+
 def _main():
+    _fresh_random()
     chunks = []
     while True:
         chunk = _read(0, 1 << 20)
@@ -341,4 +351,14 @@ def _send_report(report):
         view = view[_write(_RESULT_FD, view):]
 
 
-_main()
+# The modules that calls commonly import, imported once for all of them.
+_PRELOAD = (
+    "json", "re", "collections", "datetime", "math", "random", "itertools",
+    "functools", "typing", "dataclasses", "statistics", "decimal", "fractions",
+    "string", "textwrap", "copy", "enum", "heapq", "bisect", "operator",
+    "time", "traceback", "linecache", "io", "csv", "base64", "hashlib",
+    "struct", "pprint", "uuid", "zlib", "asyncio",
+)
+for _name in _PRELOAD:
+    __import__(_name)
+del _name

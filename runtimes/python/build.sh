@@ -5,7 +5,8 @@
 # Debian source packages, compiled by Debian's clang/lld against Debian's
 # wasi-libc. It writes, into runtimes/python/dist/:
 #
-#   python.wasm     the interpreter, stripped of custom sections
+#   python.wasm     the interpreter, a WASI reactor with reactor/capsule.c's entry
+#                   points, stripped of custom sections
 #   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
 #   VERSION         cpython=3.11.x / debian=<python3.11 source version> / ...
 #   KEY             the cache key the three files were built for
@@ -217,7 +218,7 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh wasi/*.h | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
 	libclang-rt-14-dev-wasm32 python3.11 | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
@@ -372,6 +373,19 @@ phase "cpython ${src_version[python3.11]}: configure"
 	mv "$conf_cache.tmp" "$conf_cache"
 	phase "cpython: make"
 	make -j"$jobs" >make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+	# capsule's module: the objects of python.wasm linked as a WASI reactor
+	# with reactor/capsule.c's entry points instead of CPython's main(), so that
+	# the interpreter's start-up and the run are separate calls (capsule.c
+	# says why).
+	cat >capsule.mk <<'MK'
+include Makefile
+Programs/capsule.o: $(CAPSULE_C)
+	$(MAINCC) -c $(PY_CORE_CFLAGS) -o $@ $(CAPSULE_C)
+python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
+	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
+MK
+	make -f capsule.mk CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
+		{ tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
 	for mod in zlib _sqlite3 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
@@ -382,7 +396,7 @@ phase "cpython ${src_version[python3.11]}: configure"
 pybuild=$pysrc/builddir/wasi
 stage=$work/stage
 mkdir -p "$stage"
-llvm-strip --strip-all -o "$stage/python.wasm" "$pybuild/python.wasm"
+llvm-strip --strip-all -o "$stage/python.wasm" "$pybuild/python-reactor.wasm"
 
 cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysrc/Include/patchlevel.h")
 {

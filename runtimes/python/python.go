@@ -1,23 +1,32 @@
 // Package python is capsule's Python runtime: CPython 3.11 built for
 // wasm32-wasi from Debian's source package (see build.sh), run by wazero.
 //
-// One Engine compiles the interpreter once per process. Each Instance is a
-// fresh module instance whose CPython start-up runs in Prepare, up to the
-// point where a small bootstrap program blocks reading the request from
-// standard input; Run hands it the request and waits for the outcome, which
-// comes back on a private result channel (a file descriptor that only the
-// host's fd_write knows), never mixed with the guest's stdout and stderr.
+// The module is a WASI reactor with two entry points of capsule's own
+// (reactor/capsule.c): capsule_init starts CPython and runs the bootstrap, which
+// imports what calls commonly use; capsule_run runs one request. One Engine
+// compiles the module once per process. Each Instance is a fresh module
+// instance that is either started cold (the data segments applied,
+// _initialize and capsule_init run) or restored from an image of an
+// instance taken right after capsule_init (runtimes/internal/snapshot),
+// which costs a few mappings instead of CPython's start-up. Run hands the
+// request to capsule_run and waits for the outcome, which comes back on a
+// private result channel (a file descriptor that only the host's fd_write
+// knows), never mixed with the guest's stdout and stderr.
 package python
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed" // the build outputs
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,13 +42,19 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/internal/guestmem"
+	"capsule/runtimes/internal/snapshot"
 )
 
-// The build's outputs (build.sh) are embedded as byte slices rather than an
-// embed.FS, whose ReadFile would copy 22 MB at every worker's start.
+// The build's outputs (build.sh, then the Makefile's snapshot preparation)
+// are embedded as byte slices rather than an embed.FS, whose ReadFile would
+// copy 22 MB at every worker's start. python.snap.wasm is python.wasm
+// without its data segments, which python.data holds (see
+// snapshot.PrepareModule).
 var (
-	//go:embed dist/python.wasm
+	//go:embed dist/python.snap.wasm
 	pythonWasm []byte
+	//go:embed dist/python.data
+	moduleData []byte
 	//go:embed dist/python311.zip
 	stdlibZip []byte
 	//go:embed dist/VERSION
@@ -66,7 +81,7 @@ const (
 	sourceName = "<code>"
 )
 
-// bootstrap is the program passed with -c, with its constants filled in.
+// bootstrap is the program capsule_init runs, with its constants filled in.
 var bootstrap = strings.NewReplacer(
 	"__RESULT_FD__", strconv.Itoa(resultFD),
 	"__SOURCE_NAME__", strconv.Quote(sourceName),
@@ -92,14 +107,30 @@ func Versions() (cpython, debian string) {
 	return cpython, debian
 }
 
+// Identity is a digest of everything an interpreter's start-up depends on:
+// the module, its data, the standard library and the bootstrap. A snapshot
+// is valid for one identity only.
+var Identity = sync.OnceValue(func() string {
+	h := sha256.New()
+	for _, b := range [][]byte{pythonWasm, moduleData, stdlibZip, []byte(bootstrap)} {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return "python-" + hex.EncodeToString(h.Sum(nil))
+})
+
 // engine is a compiled interpreter within one wazero runtime.
 type engine struct {
 	rt         wazero.Runtime
 	cache      wazero.CompilationCache
 	module     wazero.CompiledModule
+	data       *snapshot.Data
+	image      *snapshot.Image // nil: instances start cold
 	stdlib     *stdlibFS
 	limitBytes uint64
-	running    atomic.Int32 // guests whose _start has not returned
+	running    atomic.Int32 // guests whose capsule_run has not returned
 }
 
 // Compile compiles the interpreter and the host functions it imports. It does
@@ -159,6 +190,16 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		return fail(fmt.Errorf("python: wasi host module: %w", err))
 	}
 
+	data, err := snapshot.ParseData(moduleData)
+	if err != nil {
+		return fail(fmt.Errorf("python: %w", err))
+	}
+	var image *snapshot.Image
+	if cfg.Snapshot != nil {
+		if image, err = snapshot.Open(cfg.Snapshot, cfg.SnapshotKey); err != nil {
+			return fail(fmt.Errorf("python: %w", err))
+		}
+	}
 	stdlib, err := newStdlibFS(stdlibZip)
 	if err != nil {
 		return fail(fmt.Errorf("python: embedded standard library: %w", err))
@@ -171,6 +212,8 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		rt:         rt,
 		cache:      cache,
 		module:     mod,
+		data:       data,
+		image:      image,
 		stdlib:     stdlib,
 		limitBytes: pages * wasmPage,
 	}, nil
@@ -203,10 +246,41 @@ var monotonicBase = time.Now()
 
 func nanotime() int64 { return int64(time.Since(monotonicBase)) }
 
-// Prepare instantiates a fresh interpreter and runs CPython's start-up and
-// the bootstrap's imports, returning once the bootstrap waits for the
-// request. No user code runs here.
+// Prepare makes a fresh interpreter ready for its request: restored from
+// the engine's snapshot when it has one, started cold otherwise. No user
+// code runs here.
 func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtimes.Instance, error) {
+	inst, mem, err := e.instantiate(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
+	if e.image != nil {
+		err = e.image.Restore(inst.mod, mem, e.data)
+	} else {
+		err = inst.start(mem)
+	}
+	if err != nil {
+		_ = inst.mod.Close(ctx)
+		return nil, fmt.Errorf("python: %w", err)
+	}
+	return inst, nil
+}
+
+// WriteSnapshot implements runtimes.Snapshotter.
+func (e *engine) WriteSnapshot(ctx context.Context, f *os.File, key string) error {
+	inst, mem, err := e.instantiate(ctx, runtimes.Streams{})
+	if err != nil {
+		return err
+	}
+	defer inst.mod.Close(ctx)
+	if err := inst.start(mem); err != nil {
+		return fmt.Errorf("python: %w", err)
+	}
+	return snapshot.Capture(f, inst.mod, e.data, key, nil)
+}
+
+// instantiate makes a new instance of the module, with nothing run in it.
+func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, *guestmem.Memory, error) {
 	stdout, stderr := streams.Stdout, streams.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -225,17 +299,12 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtime
 	}
 	// No host directory is ever mounted: the only file system is the
 	// embedded standard library, read-only. The environment is only
-	// what is set here.
+	// what is set here. A snapshot holds what the start-up made of both,
+	// so they must not differ between instances.
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
-		WithArgs("python",
-			"-S", // no site: no site-packages, nothing user-writable on sys.path
-			"-s", // no user site directory
-			"-B", // never write .pyc files (the file system is read-only anyway)
-			"-u", // unbuffered stdout/stderr: output reaches the writers as it is printed
-			"-P", // do not put the current directory on sys.path
-			"-c", bootstrap).
+		WithArgs("python").
 		WithEnv("PYTHONHOME", "/usr/local").
 		WithEnv("PYTHONDONTWRITEBYTECODE", "1").
 		WithEnv("PYTHONUNBUFFERED", "1").
@@ -252,44 +321,37 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtime
 	var mem *guestmem.Memory
 	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, guestmem.Allocator(&mem)), e.module, mc)
 	if err != nil {
-		return nil, fmt.Errorf("python: instantiate: %w", err)
+		return nil, nil, fmt.Errorf("python: instantiate: %w", err)
 	}
 	inst.mod = mod
-	start := mod.ExportedFunction("_start")
-	if start == nil {
-		_ = mod.Close(ctx)
-		return nil, errors.New("python: module has no _start")
+	inst.callCtx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, inst)
+	inst.mem = mem
+	return inst, mem, nil
+}
+
+// start runs what the snapshot holds: the data segments, wasi-libc's
+// constructors, CPython's start-up and the bootstrap.
+func (in *instance) start(mem *guestmem.Memory) error {
+	if err := in.engine.data.Apply(in.mod.Memory()); err != nil {
+		return err
 	}
-	// The guest runs on its own goroutine for its whole life: start-up now,
-	// the user's code when Run hands over the request. Its context carries
-	// the instance to the host functions; it is detached from ctx, which
-	// only bounds Prepare.
-	callCtx := context.WithValue(context.WithoutCancel(ctx), instanceKey{}, inst)
-	if mem != nil {
-		mem.SetRunning(true)
-	}
-	e.running.Add(1)
-	go func() {
-		defer e.running.Add(-1)
-		defer close(inst.done)
-		if mem != nil {
-			defer mem.SetRunning(false)
+	for _, name := range []string{"_initialize", "capsule_init"} {
+		f := in.mod.ExportedFunction(name)
+		if f == nil {
+			return fmt.Errorf("the module has no %s (rebuild it with runtimes/python/build.sh)", name)
 		}
-		_, inst.callErr = start.Call(callCtx)
-	}()
-	select {
-	case <-inst.stdin.waiting:
-		return inst, nil
-	case <-inst.done:
-		_ = mod.Close(ctx)
-		return nil, fmt.Errorf("python: interpreter stopped during start-up: %s", describeCallError(inst.callErr))
-	case <-ctx.Done():
-		// The guest goroutine cannot be interrupted; Close releases what
-		// can be released and the worker process ends the rest.
-		inst.stdin.abandon()
-		_ = mod.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("python: start-up: %w", ctx.Err())
+		if name == "capsule_init" {
+			in.stdin.preload([]byte(bootstrap))
+		}
+		res, err := f.Call(in.callCtx)
+		if err != nil {
+			return fmt.Errorf("interpreter stopped during start-up: %s", describeCallError(err))
+		}
+		if len(res) > 0 && res[0] != 0 {
+			return fmt.Errorf("interpreter start-up failed (%s returned %d)", name, int32(res[0]))
+		}
 	}
+	return nil
 }
 
 // instanceKey is the context key under which host functions find the
@@ -300,6 +362,8 @@ type instanceKey struct{}
 type instance struct {
 	engine  *engine
 	mod     api.Module
+	mem     *guestmem.Memory
+	callCtx context.Context // carries the instance to the host functions
 	stdout  io.Writer
 	stderr  io.Writer
 	stdin   *requestReader
@@ -313,8 +377,8 @@ type instance struct {
 	reportOverflow bool
 	reported       chan struct{}
 
-	done    chan struct{} // closed when _start returns
-	callErr error         // _start's error; read after done
+	done    chan struct{} // closed when capsule_run returns
+	callErr error         // capsule_run's error; read after done
 	ran     bool
 }
 
@@ -324,25 +388,41 @@ type request struct {
 	Inputs json.RawMessage `json:"inputs,omitempty"`
 }
 
-// Run hands req to the waiting bootstrap and reports how the execution
-// ended. It returns early with LimitTimeout when ctx ends first; the guest
-// cannot be stopped from outside, so the caller must then discard the
-// process (the worker's own timer does).
+// Run hands req to the bootstrap and reports how the execution ended. It
+// returns early with LimitTimeout when ctx ends first; the guest cannot be
+// stopped from outside, so the caller must then discard the process (the
+// worker's own timer does).
 func (in *instance) Run(ctx context.Context, req runtimes.Request) runtimes.Outcome {
 	if in.ran {
 		return errorOutcome("RuntimeError", "this interpreter instance has already run")
 	}
 	in.ran = true
 	if req.Inputs != nil && !json.Valid(req.Inputs) {
-		in.stdin.abandon()
 		return errorOutcome("ValueError", "inputs is not valid JSON")
 	}
 	msg, err := json.Marshal(request{Code: req.Code, Inputs: req.Inputs})
 	if err != nil {
-		in.stdin.abandon()
 		return errorOutcome("ValueError", "cannot encode the request: "+err.Error())
 	}
-	in.stdin.deliver(msg)
+	run := in.mod.ExportedFunction("capsule_run")
+	if run == nil {
+		return errorOutcome("RuntimeError", "the module has no capsule_run (rebuild it with runtimes/python/build.sh)")
+	}
+	in.stdin.preload(msg)
+	// The guest runs on its own goroutine: CPython cannot be interrupted,
+	// so Run must be able to give up on it at the deadline.
+	if in.mem != nil {
+		in.mem.SetRunning(true)
+	}
+	in.engine.running.Add(1)
+	go func() {
+		defer in.engine.running.Add(-1)
+		defer close(in.done)
+		if in.mem != nil {
+			defer in.mem.SetRunning(false)
+		}
+		_, in.callErr = run.Call(in.callCtx)
+	}()
 	for {
 		select {
 		case <-in.done:
@@ -475,26 +555,19 @@ func errorOutcome(typ, msg string) runtimes.Outcome {
 	return runtimes.Outcome{Error: &runtimes.ErrorInfo{Type: typ, Message: msg}}
 }
 
-// Close discards the instance. A bootstrap still waiting for its request is
-// released (it reads end of input and exits without running anything).
+// Close discards the instance. An instance whose guest is still running
+// user code (Run gave up at its deadline) is left to the end of the
+// process: closing a module under a running guest races with it inside
+// wazero.
 func (in *instance) Close(ctx context.Context) error {
-	in.stdin.abandon()
-	if !in.ran {
-		// The bootstrap exits within milliseconds of reading end of input.
+	if in.ran {
 		select {
 		case <-in.done:
-		case <-time.After(time.Second):
+		default:
+			return nil
 		}
 	}
-	select {
-	case <-in.done:
-		return in.mod.Close(ctx)
-	default:
-		// Still running user code (Run gave up at its deadline): it cannot
-		// be interrupted, and closing a module under a running guest races
-		// with it inside wazero. It is left to the end of the process.
-		return nil
-	}
+	return in.mod.Close(ctx)
 }
 
 // report is the bootstrap's message on the result channel.
@@ -531,48 +604,28 @@ func decodeReport(b []byte) (report, error) {
 	return rep, nil
 }
 
-// requestReader is the guest's standard input: it blocks the bootstrap's
-// first read until Run delivers the request, then serves the request and
-// end of input.
+// requestReader is the guest's standard input. Each message the host
+// preloads is read to its end, then reads see end of input until the next
+// message: the bootstrap program for capsule_init, the request for
+// capsule_run. The guest only reads while the host has called into it, so
+// no read ever waits.
 type requestReader struct {
-	waiting   chan struct{} // closed by the first Read: the guest is ready
-	onceWait  sync.Once
-	requests  chan []byte   // receives the request once, or is closed
-	ready     chan struct{} // closed with requests: a Read will not block
-	onceClose sync.Once
-	data      *bytes.Reader
+	mu   sync.Mutex
+	data bytes.Reader
 }
 
-func newRequestReader() *requestReader {
-	return &requestReader{waiting: make(chan struct{}), requests: make(chan []byte, 1), ready: make(chan struct{})}
-}
+func newRequestReader() *requestReader { return &requestReader{} }
 
 // Read implements io.Reader for the guest's fd 0.
 func (r *requestReader) Read(p []byte) (int, error) {
-	r.onceWait.Do(func() { close(r.waiting) })
-	if r.data == nil {
-		msg, ok := <-r.requests
-		if !ok {
-			msg = nil
-		}
-		r.data = bytes.NewReader(msg)
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.data.Read(p)
 }
 
-// deliver hands the request to the blocked Read.
-func (r *requestReader) deliver(msg []byte) {
-	r.onceClose.Do(func() {
-		r.requests <- msg
-		close(r.requests)
-		close(r.ready)
-	})
-}
-
-// abandon releases a blocked Read with end of input.
-func (r *requestReader) abandon() {
-	r.onceClose.Do(func() {
-		close(r.requests)
-		close(r.ready)
-	})
+// preload makes msg the next thing the guest reads.
+func (r *requestReader) preload(msg []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.data.Reset(msg)
 }

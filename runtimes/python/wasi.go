@@ -124,16 +124,16 @@ func (r *reportWriter) Write(p []byte) (int, error) {
 // absolute clock subscriptions, which is what CPython's time.sleep uses
 // (clock_nanosleep with TIMER_ABSTIME), so time.sleep would raise OSError.
 // This one supports relative and absolute clocks (realtime and monotonic,
-// using the same clocks the module is given), fd_read on stdin (ready once
-// Run has delivered the request), and reports every other descriptor ready
-// at once: regular files always are, and writes never block.
+// using the same clocks the module is given), and reports every descriptor
+// ready at once: regular files always are, standard input holds what the
+// host preloaded or is at its end, and writes never block.
 func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	in, out, n, resultNevents := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 	stack[0] = uint64(pollOneoffWith(mod.Memory(), instanceFrom(ctx), in, out, n, resultNevents))
 }
 
-// pollOneoffWith is poll_oneoff on a given memory and instance (nil: stdin
-// never becomes ready). It keeps no per-subscription state on the Go heap,
+// pollOneoffWith is poll_oneoff on a given memory and instance (nil: the
+// process's own clock). It keeps no per-subscription state on the Go heap,
 // so a guest passing millions of subscriptions costs the host nothing but
 // time: one pass finds the earliest deadline, a second, after the wait,
 // writes the events straight into the guest's output buffer.
@@ -150,10 +150,8 @@ func pollOneoffWith(mem api.Memory, inst *instance, in, out, n, resultNevents ui
 		return errnoFault
 	}
 	now := nanotime
-	var stdinReady <-chan struct{}
 	if inst != nil {
 		now = inst.nowFunc
-		stdinReady = inst.stdin.ready
 	}
 	start, wallStart := now(), time.Now().UnixNano()
 
@@ -175,20 +173,8 @@ func pollOneoffWith(mem api.Memory, inst *instance, in, out, n, resultNevents ui
 		return 0, false
 	}
 
-	isReady := func() bool {
-		if stdinReady == nil {
-			return false
-		}
-		select {
-		case <-stdinReady:
-			return true
-		default:
-			return false
-		}
-	}
-
 	earliest := int64(math.MaxInt64)
-	hasClock, immediate, wantsStdin := false, false, false
+	hasClock, immediate := false, false
 	for i := uint32(0); i < n; i++ {
 		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
 		switch sub[8] {
@@ -199,38 +185,19 @@ func pollOneoffWith(mem api.Memory, inst *instance, in, out, n, resultNevents ui
 			} else {
 				immediate = true // reported at once with EINVAL
 			}
-		case eventTypeFdRead:
-			if le.Uint32(sub[16:]) == 0 {
-				wantsStdin = true
-			} else {
-				immediate = true // regular files are always readable
-			}
-		case eventTypeFdWrite:
-			immediate = true // writes never block
+		case eventTypeFdRead, eventTypeFdWrite:
+			immediate = true // reads and writes never block
 		default:
 			return errnoInval
 		}
 	}
 
-	// Nothing ready yet: wait for the earliest clock or for stdin.
-	if !immediate && !(wantsStdin && isReady()) {
-		var timer <-chan time.Time
-		if hasClock {
-			t := time.NewTimer(time.Duration(max(earliest-now(), 0)))
-			defer t.Stop()
-			timer = t.C
-		}
-		var stdinWait <-chan struct{}
-		if wantsStdin {
-			stdinWait = stdinReady
-		}
-		select {
-		case <-timer:
-		case <-stdinWait:
-		}
+	// Nothing ready yet: wait for the earliest clock.
+	if !immediate && hasClock {
+		time.Sleep(time.Duration(max(earliest-now(), 0)))
 	}
 
-	t, stdinNow := now(), wantsStdin && isReady()
+	t := now()
 	nevents := uint32(0)
 	emit := func(sub []byte, errno uint16) {
 		ev := events[nevents*eventSize : (nevents+1)*eventSize]
@@ -249,11 +216,7 @@ func pollOneoffWith(mem api.Memory, inst *instance, in, out, n, resultNevents ui
 			} else if d <= t {
 				emit(sub, errnoSuccess)
 			}
-		case eventTypeFdRead:
-			if le.Uint32(sub[16:]) != 0 || stdinNow {
-				emit(sub, errnoSuccess)
-			}
-		case eventTypeFdWrite:
+		case eventTypeFdRead, eventTypeFdWrite:
 			emit(sub, errnoSuccess)
 		}
 	}
