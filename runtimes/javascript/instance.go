@@ -236,7 +236,7 @@ func (in *instance) restore(mem *guestmem.Memory) error {
 // startState is what the Go side keeps of QuickJS's start-up: guest
 // pointers, saved with the snapshot and set again after a restore.
 type startState struct {
-	RT, Ctx, Scratch, Prelude                  uint32
+	RT, Ctx, Scratch, Prelude                 uint32
 	Fire, Render, Describe, Unwrap, SetInputs uint32
 	// RandomState is the address of the context's Math.random state.
 	RandomState uint32

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+
+	"capsule/runtimes/internal/wasmbin"
 )
 
 // module builds a minimal binary module from its sections.
@@ -13,7 +15,7 @@ func module(sections ...[]byte) []byte {
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	for _, s := range sections {
 		out = append(out, s[0])
-		out = append(out, leb(uint32(len(s)-1))...)
+		out = wasmbin.AppendU32(out, uint32(len(s)-1))
 		out = append(out, s[1:]...)
 	}
 	return out
