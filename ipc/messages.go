@@ -72,7 +72,20 @@ type Done struct {
 	ExitCode      int                 `json:"exit_code"`
 	StdoutDropped int64               `json:"stdout_dropped"`
 	StderrDropped int64               `json:"stderr_dropped"`
+	// WorkerCPU is the CPU time the worker spent in each phase of its life
+	// up to the answer (see worker.Phase names), for the log.
+	WorkerCPU []PhaseCPU `json:"worker_cpu,omitempty"`
 }
+
+// PhaseCPU is the CPU time of one phase of a worker's life.
+type PhaseCPU struct {
+	Phase string `json:"phase"`
+	// Micros is in microseconds.
+	Micros int64 `json:"us"`
+}
+
+// maxPhases bounds Done.WorkerCPU.
+const maxPhases = 8
 
 // Validate checks a Done frame from an untrusted worker: known limit names,
 // valid UTF-8 text, non-negative counts, and a result that is one JSON value.
@@ -94,6 +107,14 @@ func (d *Done) Validate() error {
 	}
 	if d.Limit != "" && d.Error == nil {
 		return fmt.Errorf("ipc: done frame names limit %q without an error", d.Limit)
+	}
+	if len(d.WorkerCPU) > maxPhases {
+		return fmt.Errorf("ipc: done frame has %d phases, at most %d", len(d.WorkerCPU), maxPhases)
+	}
+	for _, p := range d.WorkerCPU {
+		if len(p.Phase) == 0 || len(p.Phase) > 32 || !isName(p.Phase) || p.Micros < 0 {
+			return fmt.Errorf("ipc: done frame has an invalid phase")
+		}
 	}
 	if d.Result != nil && !json.Valid(d.Result) {
 		return fmt.Errorf("ipc: done frame result is not valid JSON")
@@ -119,4 +140,14 @@ func (s *Setup) Validate() error {
 		return fmt.Errorf("ipc: setup asks for a snapshot without a key")
 	}
 	return nil
+}
+
+// isName reports whether s is made of lowercase ASCII letters and '_'.
+func isName(s string) bool {
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return true
 }

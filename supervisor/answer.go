@@ -28,6 +28,7 @@ type Answer struct {
 	stdoutDropped int64
 	stderrDropped int64
 	exitCode      int
+	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
 }
 
 // ExitCode is the guest's exit status (Python's SystemExit); zero otherwise.
@@ -159,6 +160,7 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 			a.Limit = &limit
 		}
 		a.exitCode = d.ExitCode
+		a.workerCPU = d.WorkerCPU
 		a.stdoutDropped += d.StdoutDropped
 		a.stderrDropped += d.StderrDropped
 	}

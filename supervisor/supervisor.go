@@ -368,6 +368,11 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 	if a.Error != nil {
 		args = append(args, "error_type", a.Error.Type)
 	}
+	if s.log.IsDebug() {
+		for _, p := range a.workerCPU {
+			args = append(args, "worker_cpu_"+p.Phase+"_ms", float64(p.Micros)/1000)
+		}
+	}
 	if s.log.IsTrace() {
 		args = append(args, "code", req.Code)
 	}

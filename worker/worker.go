@@ -62,6 +62,8 @@ func isPipe(fd int) bool {
 
 // run is one worker's whole life: setup, lockdown, ready, one request, done.
 func run(in *ipc.Reader, out *ipc.Writer) error {
+	cpu := phaseClock{}
+	cpu.mark(PhaseStart)
 	ctx := context.Background()
 	var setup ipc.Setup
 	if err := readJSON(in, ipc.TypeSetup, &setup); err != nil {
@@ -75,7 +77,7 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		}
 		return out.WriteJSON(ipc.TypeReady, ipc.Ready{Protocol: ipc.ProtocolVersion})
 	}
-	inst, stdout, stderr, err := prepare(ctx, &setup, out)
+	inst, stdout, stderr, err := prepare(ctx, &setup, out, &cpu)
 	if err != nil {
 		// Tell the supervisor why; it turns this into the tool's answer.
 		_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
@@ -89,6 +91,7 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	if err := readJSON(in, ipc.TypeRequest, &req); err != nil {
 		return err
 	}
+	cpu.mark(PhaseWait)
 	injectFault(req.Code, out)
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if req.TimeoutMS <= 0 || req.TimeoutMS > setup.MaxTimeoutMS {
@@ -102,7 +105,9 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 			// Flush output before Done: the supervisor stops reading at Done.
 			err = errors.Join(stdout.flush(), stderr.flush())
 			o = bound(o, setup.MaxOutput)
+			cpu.mark(PhaseRun)
 			done := ipc.Done{
+				WorkerCPU:     cpu.phases,
 				Result:        o.Result,
 				Error:         o.Error,
 				Limit:         o.Limit,
@@ -170,7 +175,7 @@ func truncate(s string, n int) string {
 // interpreter, in that order: compilation needs executable memory, which
 // the lockdown forbids, and the interpreter's start-up is trusted code that
 // may as well run under the filter it will live with.
-func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.Instance, *stream, *stream, error) {
+func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseClock) (runtimes.Instance, *stream, *stream, error) {
 	if err := setup.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -186,15 +191,18 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.I
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	cpu.mark(PhaseCompile)
 	if err := harden(setup); err != nil {
 		return nil, nil, nil, err
 	}
+	cpu.mark(PhaseLockdown)
 	stdout := newStream(out, ipc.TypeStdout, setup.MaxOutput)
 	stderr := newStream(out, ipc.TypeStderr, setup.MaxOutput)
 	inst, err := engine.Prepare(ctx, runtimes.Streams{Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: starting the interpreter: %w", setup.Language, err)
 	}
+	cpu.mark(PhaseInterpreter)
 	return inst, stdout, stderr, nil
 }
 
@@ -237,4 +245,38 @@ func readJSON(in *ipc.Reader, want ipc.Type, v any) error {
 		return fmt.Errorf("expected a %s frame, got %s", want, f.Type)
 	}
 	return ipc.DecodeJSON(f, v)
+}
+
+// Phases of a worker's life, as reported in ipc.Done.WorkerCPU.
+const (
+	// PhaseStart is exec, the Go runtime and package initialisation.
+	PhaseStart = "start"
+	// PhaseCompile is loading the compiled module (or compiling it).
+	PhaseCompile = "compile"
+	// PhaseLockdown is the OS lockdown.
+	PhaseLockdown = "lockdown"
+	// PhaseInterpreter is instantiating the module and restoring (or
+	// starting) the interpreter.
+	PhaseInterpreter = "interpreter"
+	// PhaseWait is waiting for the request, in the pool.
+	PhaseWait = "wait"
+	// PhaseRun is running the code, up to the answer.
+	PhaseRun = "run"
+)
+
+// phaseClock records the process's CPU time spent in each phase.
+type phaseClock struct {
+	last   time.Duration
+	phases []ipc.PhaseCPU
+}
+
+// mark ends phase at the CPU time used so far.
+func (c *phaseClock) mark(phase string) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts) != nil {
+		return
+	}
+	now := time.Duration(ts.Nano())
+	c.phases = append(c.phases, ipc.PhaseCPU{Phase: phase, Micros: (now - c.last).Microseconds()})
+	c.last = now
 }

@@ -284,31 +284,41 @@ func (b *bench) warmStart() error {
 	return nil
 }
 
+// latencyCase is what a latency row calls, and how.
+type latencyCase struct {
+	pool  string        // the pool setting, as the table shows it
+	what  string        // the code, as the table shows it
+	code  string        // the code
+	pause time.Duration // between calls
+}
+
 // latency makes n calls one at a time, pausing between them, after warmup
 // unmeasured ones and a second for the pool to fill.
-func (b *bench) latency(s *server, language, tool, pool string) (latencyRow, error) {
-	row := latencyRow{language: language, pool: pool}
-	logf("latency: %s, pool %s, %d calls", language, pool, b.o.n)
+func (b *bench) latency(s *server, language, tool string, c latencyCase) (latencyRow, error) {
+	row := latencyRow{language: language, pool: c.pool, what: c.what, pause: c.pause}
+	logf("latency: %s, pool %s, %s, %s apart, %d calls", language, c.pool, c.what, c.pause, b.o.n)
 	for range b.o.warmup {
-		if _, err := s.call(tool, trivialCode); err != nil {
+		if _, err := s.call(tool, c.code); err != nil {
 			return row, err
 		}
-		time.Sleep(b.o.pause)
+		time.Sleep(c.pause)
 	}
 	time.Sleep(time.Second)
+	logStart := s.stderr.len()
 	before, err := readCPU(s.pid())
 	if err != nil {
 		return row, err
 	}
 	for range b.o.n {
-		a, err := s.call(tool, trivialCode)
+		a, err := s.call(tool, c.code)
 		if err != nil {
 			return row, err
 		}
 		row.wall = append(row.wall, ms(a.wall))
 		row.server = append(row.server, a.durationMS())
-		time.Sleep(b.o.pause)
+		time.Sleep(c.pause)
 	}
+	row.phases = workerPhases(s.stderr.since(logStart))
 	after, err := readCPU(s.pid())
 	if err != nil {
 		return row, err
@@ -386,11 +396,20 @@ func (b *bench) warmPool() error {
 	}
 	defer s.close()
 	for _, l := range languages {
-		row, err := b.latency(s, l.name, l.tool, "warm (2)")
-		if err != nil {
-			return err
+		cases := []latencyCase{
+			{pool: "warm (2)", what: "trivial", code: trivialCode, pause: b.o.pause},
+			{pool: "warm (2)", what: "trivial", code: trivialCode, pause: sequentialPause},
 		}
-		b.r.latency = append(b.r.latency, row)
+		if l.tool == toolPython {
+			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause})
+		}
+		for _, c := range cases {
+			row, err := b.latency(s, l.name, l.tool, c)
+			if err != nil {
+				return err
+			}
+			b.r.latency = append(b.r.latency, row)
+		}
 	}
 	for _, l := range languages {
 		for _, c := range []int{1, 2, 8} {
@@ -418,7 +437,7 @@ func (b *bench) noPool() error {
 	}
 	defer s.close()
 	for _, l := range languages {
-		row, err := b.latency(s, l.name, l.tool, "off (0)")
+		row, err := b.latency(s, l.name, l.tool, latencyCase{pool: "off (0)", what: "trivial", code: trivialCode, pause: b.o.pause})
 		if err != nil {
 			return err
 		}
@@ -426,6 +445,24 @@ func (b *bench) noPool() error {
 	}
 	return nil
 }
+
+// sequentialPause is how far apart an agent's calls come when it calls
+// again at once: the pool must keep up with that.
+const sequentialPause = 20 * time.Millisecond
+
+// realisticPython is what an agent's ordinary data question looks like:
+// common imports, a small table built and summarised.
+const realisticPython = `import json, re, datetime, collections, statistics, math
+rows = [{"day": (datetime.date(2026, 1, 1) + datetime.timedelta(days=i)).isoformat(),
+         "sales": (i * 37) % 101, "region": ["north", "south", "east"][i % 3]} for i in range(200)]
+by_region = collections.defaultdict(list)
+for r in rows:
+    by_region[r["region"]].append(r["sales"])
+summary = {k: {"mean": statistics.mean(v), "stdev": round(statistics.stdev(v), 2),
+               "max": max(v), "log_total": round(math.log(sum(v)), 3)} for k, v in by_region.items()}
+weekdays = collections.Counter(datetime.date.fromisoformat(r["day"]).strftime("%A") for r in rows)
+assert re.match(r"\d{4}-\d{2}-\d{2}", rows[0]["day"])
+json.dumps({"summary": summary, "busiest": weekdays.most_common(1)})`
 
 // longCode keeps a worker busy for about a second.
 var longCode = map[string]string{
@@ -483,6 +520,9 @@ func (b *bench) oneWorker(language, tool string, flags []string) (workerMemRow, 
 		return row, fmt.Errorf("memory: worker %d did not settle as a ready worker", pid)
 	}
 	if row.idle, err = readMem(pid); err != nil {
+		return row, err
+	}
+	if row.idlePSS, err = readPSS(pid); err != nil {
 		return row, err
 	}
 	done := make(chan error, 1)

@@ -58,6 +58,44 @@ func readMem(pid int) (memStatus, error) {
 	return m, nil
 }
 
+// pssStatus is a process's proportional set size by kind, in KiB, from
+// /proc/PID/smaps_rollup: anonymous memory is the process's own; file and
+// shmem pages (the binary, the sealed snapshot memfd) are shared with
+// every other worker and divided among them.
+type pssStatus struct {
+	Anon, File, Shmem int64
+}
+
+// readPSS reads pid's smaps_rollup.
+func readPSS(pid int) (pssStatus, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return pssStatus{}, err
+	}
+	var p pssStatus
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch k {
+		case "Pss_Anon":
+			dst = &p.Anon
+		case "Pss_File":
+			dst = &p.File
+		case "Pss_Shmem":
+			dst = &p.Shmem
+		default:
+			continue
+		}
+		if f := strings.Fields(v); len(f) > 0 {
+			*dst, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return p, nil
+}
+
 // children lists pid's child processes, from /proc/PID/task/*/children
 // when the kernel has it, else by scanning every process's parent.
 func children(pid int) []int {

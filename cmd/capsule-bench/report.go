@@ -10,22 +10,50 @@ import (
 
 // Targets capsule is measured against.
 var (
+	// targetP50 is for trivial code with the default pause between calls.
 	targetP50 = map[string]float64{"Python": 10, "JavaScript": 5}
+	// targetSequentialP50 is for trivial code, calls sequentialPause apart.
+	targetSequentialP50 = map[string]float64{"Python": 15, "JavaScript": 8}
+	// targetRealisticP50 is for realisticPython.
+	targetRealisticP50 = 25.0
 	// targetThroughput is for 2 calls in flight.
-	targetThroughput = map[string]float64{"Python": 8, "JavaScript": 80}
+	targetThroughput = map[string]float64{"Python": 40, "JavaScript": 80}
+	// targetWorkerCPU is the CPU of one worker's whole life.
+	targetWorkerCPU = map[string]float64{"Python": 40, "JavaScript": 20}
 )
 
 const (
-	targetWarmStartMS = 300
+	targetWarmStartMS = 150
 	targetColdStartMS = 3000
+	targetServerCPU   = 5.0 // ms per call
+	targetReadyPSSKiB = 30 << 10
 )
 
-// latencyRow is one language and pool setting, in milliseconds.
+// latencyRow is one language, pool setting and case, in milliseconds.
 type latencyRow struct {
-	language, pool string
-	wall           []float64 // client round trips
-	server         []float64 // the answers' duration_ms
-	cpu            cpuTimes  // per call: the server's, and its workers'
+	language, pool, what string
+	pause                time.Duration
+	wall                 []float64 // client round trips
+	server               []float64 // the answers' duration_ms
+	cpu                  cpuTimes  // per call: the server's, and its workers'
+	// phases holds, per phase of a worker's life, the CPU each worker
+	// reported (ms).
+	phases map[string][]float64
+}
+
+// target is the row's p50 target, or 0.
+func (l latencyRow) target(defaultPause time.Duration) float64 {
+	switch {
+	case !strings.HasPrefix(l.pool, "warm"):
+		return 0
+	case l.what == "realistic":
+		return targetRealisticP50
+	case l.pause == sequentialPause:
+		return targetSequentialP50[l.language]
+	case l.pause == defaultPause:
+		return targetP50[l.language]
+	}
+	return 0
 }
 
 // throughputRow is one language at one concurrency.
@@ -52,6 +80,7 @@ type startRow struct {
 type workerMemRow struct {
 	language   string
 	idle, busy memStatus
+	idlePSS    pssStatus
 	note       string
 }
 
@@ -130,22 +159,68 @@ type printer func(format string, args ...any)
 func (r *report) printLatency(p printer) {
 	p("### Latency")
 	p("")
-	p("Trivial code (`%s`), one call at a time with %s between calls, %d calls per row after %d unmeasured. "+
-		"Round trip measured by the client; the server's own `duration_ms` beside it.",
-		trivialCode, r.opts.pause, r.opts.n, r.opts.warmup)
+	p("One call at a time with a pause between calls, %d calls per row after %d unmeasured: trivial code "+
+		"(`%s`), and for Python a realistic call (common imports, a 200-row table built and summarised). "+
+		"Round trip measured by the client; the server's own `duration_ms` beside it. Worker CPU/call is "+
+		"the CPU of one worker's whole life (start, compile, lockdown, interpreter, run, exit); server "+
+		"CPU/call is the server's own (target ≤ %s).",
+		r.opts.n, r.opts.warmup, trivialCode, fmtMS(targetServerCPU))
 	p("")
-	p("| language | pool | p50 | p95 | p99 | server p50 | worker CPU/call | server CPU/call | target p50 | |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	p("| language | pool | code | pause | p50 | p95 | p99 | server p50 | worker CPU/call | server CPU/call | target p50 | |")
+	p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, l := range r.latency {
 		p50 := percentile(l.wall, 50)
 		target, check := "", ""
-		if strings.HasPrefix(l.pool, "warm") {
-			t := targetP50[l.language]
+		if t := l.target(r.opts.pause); t > 0 {
 			target, check = "≤ "+fmtMS(t), verdict(p50 <= t)
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", l.language, l.pool, fmtMS(p50),
-			fmtMS(percentile(l.wall, 95)), fmtMS(percentile(l.wall, 99)), fmtMS(percentile(l.server, 50)),
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", l.language, l.pool, l.what, l.pause,
+			fmtMS(p50), fmtMS(percentile(l.wall, 95)), fmtMS(percentile(l.wall, 99)), fmtMS(percentile(l.server, 50)),
 			fmtMS(ms(l.cpu.children)), fmtMS(ms(l.cpu.self)), target, check)
+	}
+	p("")
+	r.printPhases(p)
+}
+
+// workerPhaseOrder is the order of a worker's life (worker.Phase*).
+var workerPhaseOrder = []string{"start", "compile", "lockdown", "interpreter", "wait", "run"}
+
+// printPhases breaks a worker's CPU down by phase, from the first warm
+// trivial row of each language.
+func (r *report) printPhases(p printer) {
+	var rows []latencyRow
+	seen := map[string]bool{}
+	for _, l := range r.latency {
+		if l.target(r.opts.pause) > 0 && l.what == "trivial" && !seen[l.language] && len(l.phases) > 0 {
+			rows = append(rows, l)
+			seen[l.language] = true
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("Where a worker's CPU goes (median ms per phase, as each worker measured itself with "+
+		"`CLOCK_PROCESS_CPUTIME_ID`, up to its answer; its exit comes after and is only in the total "+
+		"above):")
+	p("")
+	head, sep := "| language |", "|---|"
+	for _, ph := range workerPhaseOrder {
+		head += " " + ph + " |"
+		sep += "---:|"
+	}
+	p("%s sum | worker CPU/call | target | |", head)
+	p("%s---:|---:|---:|---|", sep)
+	for _, l := range rows {
+		line, sum := "| "+l.language+" |", 0.0
+		for _, ph := range workerPhaseOrder {
+			v := median(l.phases[ph])
+			if !math.IsNaN(v) {
+				sum += v
+			}
+			line += " " + fmtMS(v) + " |"
+		}
+		total, t := ms(l.cpu.children), targetWorkerCPU[l.language]
+		p("%s %s | %s | ≤ %s | %s |", line, fmtMS(sum), fmtMS(total), fmtMS(t), verdict(total <= t))
 	}
 	p("")
 }
@@ -251,6 +326,20 @@ func (r *report) printMemory(p printer) {
 	for _, wm := range r.workerMem {
 		p("| %s worker, ready | %s | %s |", wm.language, fmtMiB(wm.idle.RSS), fmtMiB(wm.idle.HWM))
 		p("| %s worker, running | %s | %s |", wm.language, fmtMiB(wm.busy.RSS), fmtMiB(wm.busy.HWM))
+	}
+	p("")
+	p("A ready worker's proportional set size (`/proc/PID/smaps_rollup`): its own memory is the " +
+		"anonymous part; file and shmem pages (the binary, the sealed snapshot) are shared by every worker.")
+	p("")
+	p("| worker, ready | own (Pss_Anon) | Pss_File | Pss_Shmem | target own | |")
+	p("|---|---:|---:|---:|---:|---|")
+	for _, wm := range r.workerMem {
+		target, check := "", ""
+		if wm.language == "Python" {
+			target, check = fmtMiB(targetReadyPSSKiB), verdict(wm.idlePSS.Anon <= targetReadyPSSKiB)
+		}
+		p("| %s | %s | %s | %s | %s | %s |", wm.language, fmtMiB(wm.idlePSS.Anon), fmtMiB(wm.idlePSS.File),
+			fmtMiB(wm.idlePSS.Shmem), target, check)
 	}
 	for _, wm := range r.workerMem {
 		if wm.note != "" {

@@ -63,6 +63,20 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// len is the size of the log so far.
+func (b *lockedBuffer) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// since returns the log from offset on.
+func (b *lockedBuffer) since(offset int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()[offset:]
+}
+
 // tail returns the last n bytes of the log.
 func (b *lockedBuffer) tail(n int) string {
 	b.mu.Lock()
@@ -99,7 +113,8 @@ func startServer(bin, cacheHome string, flags ...string) (*server, error) {
 		s.cmd = cmd
 		return cmd, nil
 	}
-	args := append([]string{"serve"}, flags...)
+	// Debug JSON logs carry each worker's CPU per phase (workerPhases).
+	args := append([]string{"serve", "--log-level", "debug", "--log-json"}, flags...)
 	s.started = time.Now()
 	c, err := client.NewStdioMCPClientWithOptions(bin, nil, args, transport.WithCommandFunc(mk))
 	if err != nil {
@@ -182,4 +197,24 @@ func (s *server) call(tool, code string) (answer, error) {
 		return a, errors.New(tool + ": the answer has no structuredContent")
 	}
 	return a, nil
+}
+
+// workerPhases collects, from a server's JSON log, the CPU milliseconds
+// each worker reported for each phase of its life (worker_cpu_PHASE_ms).
+func workerPhases(log string) map[string][]float64 {
+	out := map[string][]float64{}
+	for line := range strings.Lines(log) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "execution" {
+			continue
+		}
+		for k, v := range m {
+			phase, ok := strings.CutPrefix(k, "worker_cpu_")
+			f, isNum := v.(float64)
+			if ok && isNum {
+				out[strings.TrimSuffix(phase, "_ms")] = append(out[strings.TrimSuffix(phase, "_ms")], f)
+			}
+		}
+	}
+	return out
 }
