@@ -199,8 +199,8 @@ func (r *report) printPhases(p printer) {
 	if len(rows) == 0 {
 		return
 	}
-	p("Where a worker's CPU goes (median ms per phase, as each worker measured itself with "+
-		"`CLOCK_PROCESS_CPUTIME_ID`, up to its answer; its exit comes after and is only in the total "+
+	p("Where a worker's CPU goes (median ms per phase, as each worker measured itself with " +
+		"`CLOCK_PROCESS_CPUTIME_ID`, up to its answer; its exit comes after and is only in the total " +
 		"above):")
 	p("")
 	head, sep := "| language |", "|---|"
