@@ -92,6 +92,12 @@ func (b *syncBuffer) String() string {
 // MCP session with it. The server is stopped when the test ends.
 func startServer(t testing.TB, flags ...string) *testServer {
 	t.Helper()
+	return startServerEnv(t, nil, flags...)
+}
+
+// startServerEnv is startServer with extra environment variables.
+func startServerEnv(t testing.TB, env []string, flags ...string) *testServer {
+	t.Helper()
 	stderr := newSyncBuffer()
 	args := append([]string{"serve"}, flags...)
 	var cmd *exec.Cmd
@@ -100,7 +106,7 @@ func startServer(t testing.TB, flags ...string) *testServer {
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, command, args...)
 			// A canary in the server's environment: no answer may ever contain it.
-			cmd.Env = append(os.Environ(), "CAPSULE_TEST_CANARY="+canary)
+			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), env...)
 			return cmd, nil
 		}))
 	if err != nil {
