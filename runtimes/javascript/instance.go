@@ -140,12 +140,12 @@ var errNoMemory = errors.New("javascript: malloc failed")
 // stack limit, interrupt handler, and the prelude's globals (console,
 // timers). No user code runs.
 func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (inst runtimes.Instance, err error) {
-	in, mem, err := e.instantiate(ctx, streams)
+	in, err := e.instantiate(ctx, streams)
 	if err != nil {
 		return nil, err
 	}
 	if e.image != nil {
-		err = in.restore(mem)
+		err = in.restore()
 	} else {
 		err = in.coldStart()
 	}
@@ -158,7 +158,7 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (inst ru
 
 // WriteSnapshot implements runtimes.Snapshotter.
 func (e *engine) WriteSnapshot(ctx context.Context, f *os.File, key string) error {
-	in, _, err := e.instantiate(ctx, runtimes.Streams{})
+	in, err := e.instantiate(ctx, runtimes.Streams{})
 	if err != nil {
 		return err
 	}
@@ -180,16 +180,15 @@ func (e *engine) WriteSnapshot(ctx context.Context, f *os.File, key string) erro
 }
 
 // instantiate makes a new instance of the module, with nothing run in it.
-func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, *guestmem.Memory, error) {
+func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, error) {
 	in := &instance{eng: e, streams: streams, epoch: time.Now()}
 	in.ctx = context.WithValue(ctx, instanceKey{}, in)
-	var mem *guestmem.Memory
-	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, guestmem.Allocator(&mem)), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := e.runtime.InstantiateModule(experimental.WithMemoryAllocator(in.ctx, guestmem.Allocator(nil)), e.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
-		return nil, nil, fmt.Errorf("javascript: instantiate: %w", err)
+		return nil, fmt.Errorf("javascript: instantiate: %w", err)
 	}
 	in.mod, in.mem, in.fn = mod, mod.Memory(), bindExports(mod)
-	return in, mem, nil
+	return in, nil
 }
 
 // coldStart applies the module's data and starts QuickJS.
@@ -212,13 +211,13 @@ func (in *instance) coldStart() (err error) {
 
 // restore makes the instance the one the engine's snapshot was taken of,
 // with a new Math.random seed.
-func (in *instance) restore(mem *guestmem.Memory) error {
+func (in *instance) restore() error {
 	img := in.eng.image
 	var st startState
 	if err := json.Unmarshal(img.State, &st); err != nil {
 		return fmt.Errorf("javascript: snapshot state: %w", err)
 	}
-	if err := img.Restore(in.mod, mem, in.eng.data); err != nil {
+	if err := img.Restore(in.mod, in.eng.data); err != nil {
 		return fmt.Errorf("javascript: %w", err)
 	}
 	in.loadStartState(st)

@@ -250,14 +250,14 @@ func nanotime() int64 { return int64(time.Since(monotonicBase)) }
 // the engine's snapshot when it has one, started cold otherwise. No user
 // code runs here.
 func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtimes.Instance, error) {
-	inst, mem, err := e.instantiate(ctx, streams)
+	inst, err := e.instantiate(ctx, streams)
 	if err != nil {
 		return nil, err
 	}
 	if e.image != nil {
-		err = e.image.Restore(inst.mod, mem, e.data)
+		err = e.image.Restore(inst.mod, e.data)
 	} else {
-		err = inst.start(mem)
+		err = inst.start()
 	}
 	if err != nil {
 		_ = inst.mod.Close(ctx)
@@ -268,19 +268,19 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtime
 
 // WriteSnapshot implements runtimes.Snapshotter.
 func (e *engine) WriteSnapshot(ctx context.Context, f *os.File, key string) error {
-	inst, mem, err := e.instantiate(ctx, runtimes.Streams{})
+	inst, err := e.instantiate(ctx, runtimes.Streams{})
 	if err != nil {
 		return err
 	}
 	defer inst.mod.Close(ctx)
-	if err := inst.start(mem); err != nil {
+	if err := inst.start(); err != nil {
 		return fmt.Errorf("python: %w", err)
 	}
 	return snapshot.Capture(f, inst.mod, e.data, key, nil)
 }
 
 // instantiate makes a new instance of the module, with nothing run in it.
-func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, *guestmem.Memory, error) {
+func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*instance, error) {
 	stdout, stderr := streams.Stdout, streams.Stderr
 	if stdout == nil {
 		stdout = io.Discard
@@ -321,17 +321,17 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 	var mem *guestmem.Memory
 	mod, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, guestmem.Allocator(&mem)), e.module, mc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("python: instantiate: %w", err)
+		return nil, fmt.Errorf("python: instantiate: %w", err)
 	}
 	inst.mod = mod
 	inst.callCtx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, inst)
 	inst.mem = mem
-	return inst, mem, nil
+	return inst, nil
 }
 
 // start runs what the snapshot holds: the data segments, wasi-libc's
 // constructors, CPython's start-up and the bootstrap.
-func (in *instance) start(mem *guestmem.Memory) error {
+func (in *instance) start() error {
 	if err := in.engine.data.Apply(in.mod.Memory()); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@
 package guestmem
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -95,16 +94,3 @@ func (s *sliceMemory) Reallocate(size uint64) []byte {
 }
 
 func (s *sliceMemory) Free() { s.buf = nil }
-
-// MapFile maps length bytes of the file fd, from fileOffset, over the
-// memory at offset at, privately: the guest reads the file's pages and a
-// write copies the page it touches. Offsets and length must be multiples of
-// the OS page size.
-func (m *Memory) MapFile(fd int, fileOffset int64, at, length uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.buf == nil || at+length > uint64(len(m.buf)) || at+length < at {
-		return errors.New("guestmem: file mapping outside the memory")
-	}
-	return mapFileAt(m.buf[at:at+length], fd, fileOffset)
-}

@@ -10,7 +10,3 @@ func mapAnonymous(uint64) ([]byte, error) {
 }
 
 func unmap([]byte) error { return nil }
-
-func mapFileAt([]byte, int, int64) error {
-	return errors.New("file mappings are not supported on this platform")
-}

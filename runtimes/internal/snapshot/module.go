@@ -1,9 +1,9 @@
 // Package snapshot starts an interpreter from a memory image taken after its
 // start-up, in the manner of wizer: a trusted worker runs the interpreter's
 // start-up once and writes the instance's linear memory and mutable globals
-// to an image; every later worker instantiates the same module, maps the
-// image over its memory copy-on-write, sets the globals, and is where the
-// start-up left off without running it.
+// to an image; every later worker instantiates the same module, reads the
+// image into its memory, sets the globals, and is where the start-up left
+// off without running it.
 //
 // Two things make that sound. The module the workers instantiate has no
 // data segments (PrepareModule moves them out), so instantiation writes

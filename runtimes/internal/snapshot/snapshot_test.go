@@ -145,7 +145,7 @@ func TestPrepareCaptureRestore(t *testing.T) {
 
 	for i := 0; i < 2; i++ {
 		warm := instantiate(t, rt, cm)
-		if err := img.Restore(warm.mod, warm.mem, d); err != nil {
+		if err := img.Restore(warm.mod, d); err != nil {
 			t.Fatal(err)
 		}
 		if got, size := warm.get(t), warm.mod.Memory().Size(); got != 300 || size != 3*65536 {
