@@ -96,7 +96,7 @@ func startServer(t testing.TB, flags ...string) *testServer {
 }
 
 // startServerEnv is startServer with extra environment variables.
-func startServerEnv(t testing.TB, env []string, flags ...string) *testServer {
+func startServerEnv(t testing.TB, extraEnv []string, flags ...string) *testServer {
 	t.Helper()
 	stderr := newSyncBuffer()
 	args := append([]string{"serve"}, flags...)
@@ -106,7 +106,7 @@ func startServerEnv(t testing.TB, env []string, flags ...string) *testServer {
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, command, args...)
 			// A canary in the server's environment: no answer may ever contain it.
-			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), env...)
+			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), extraEnv...)
 			return cmd, nil
 		}))
 	if err != nil {

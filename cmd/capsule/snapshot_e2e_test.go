@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// snapshotFiles lists the interpreter snapshots in a cache home.
+func snapshotFiles(t *testing.T, home string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, "capsule", "*", "snapshot-*.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestSnapshotLifecycle starts servers on one cache directory and checks
+// that each language's snapshot is made once, reused, and made again when
+// it is missing, tampered with, or made for other limits; and that calls
+// started from one snapshot never share random numbers.
+func TestSnapshotLifecycle(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"XDG_CACHE_HOME=" + home}
+	random := map[string]string{
+		"execute_python":     "import random; random.random()",
+		"execute_javascript": "Math.random()",
+	}
+	calls := func(s *testServer) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for tool, code := range random {
+			_, st := s.call(t, tool, code)
+			if st.Error != nil || len(st.Result) == 0 {
+				t.Fatalf("%s: %+v", tool, st)
+			}
+			out[tool] = string(st.Result)
+		}
+		return out
+	}
+
+	s := startServerEnv(t, env, "--log-level", "debug")
+	first, second := calls(s), calls(s)
+	for tool := range random {
+		if first[tool] == second[tool] {
+			t.Errorf("%s: two calls from one snapshot both drew %s", tool, first[tool])
+		}
+	}
+	s.c.Close()
+	s.cmd.Wait()
+	files := snapshotFiles(t, home)
+	if len(files) != 2 {
+		var all []string
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { all = append(all, p); return nil })
+		t.Fatalf("snapshots %v, want one per language; the cache holds %v", files, all)
+	}
+	if !strings.Contains(s.stderr.String(), "made=true") {
+		t.Errorf("the first server did not make its snapshots:\n%s", s.stderr.String())
+	}
+
+	// Reused as they are.
+	s = startServerEnv(t, env, "--log-level", "debug")
+	calls(s)
+	s.c.Close()
+	s.cmd.Wait()
+	if log := s.stderr.String(); strings.Contains(log, "made=true") || !strings.Contains(log, "made=false") {
+		t.Errorf("a server with a filled cache made its snapshots again:\n%s", log)
+	}
+
+	// Tampered with: a byte of the image changes; missing: one is deleted.
+	tampered, deleted := files[0], files[1]
+	f, err := os.OpenFile(tampered, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	const off = 64<<10 + 70000 // in the memory image, past the header
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Remove(deleted); err != nil {
+		t.Fatal(err)
+	}
+	s = startServerEnv(t, env, "--log-level", "debug")
+	calls(s)
+	s.c.Close()
+	s.cmd.Wait()
+	log := s.stderr.String()
+	if !strings.Contains(log, "interpreter snapshot refused") || !strings.Contains(log, "tampered") {
+		t.Errorf("the tampered snapshot was not refused:\n%s", log)
+	}
+	if strings.Count(log, "made=true") != 2 {
+		t.Errorf("want both snapshots made again (one tampered, one missing):\n%s", log)
+	}
+	if len(snapshotFiles(t, home)) != 2 {
+		t.Errorf("snapshots %v after remaking, want 2", snapshotFiles(t, home))
+	}
+
+	// Other limits: another memory limit is another snapshot.
+	s = startServerEnv(t, env, "--log-level", "debug", "--memory", "96MiB")
+	calls(s)
+	s.c.Close()
+	s.cmd.Wait()
+	if n := len(snapshotFiles(t, home)); n != 4 {
+		t.Errorf("%d snapshots after a server with another memory limit, want 4", n)
+	}
+}
