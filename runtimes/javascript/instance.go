@@ -176,6 +176,9 @@ func (in *instance) start() {
 		in.setProp(host, h.name, f)
 		in.freeValue(f)
 	}
+	maxTimers := in.newFloat64(maxPendingTimers)
+	in.setProp(host, "maxPendingTimers", maxTimers)
+	in.freeValue(maxTimers)
 	obj, exc := in.callJS(fn, host, host)
 	if exc != 0 {
 		panic(trap{fmt.Errorf("prelude: %s", in.cStringOf(exc))})
@@ -316,7 +319,7 @@ func (in *instance) loop(p uint32) (exc uint32, stopped bool) {
 			return 0, true
 		}
 		in.timers.take(t)
-		id := uint32(in.callRaw(in.fn.newFloat64, uint64(in.jsctx), api.EncodeF64(t.id)))
+		id := in.newFloat64(t.id)
 		_, exc := in.callJS(in.methods.fire, in.prelude, id)
 		in.freeValue(id)
 		if exc != 0 {
@@ -500,6 +503,11 @@ func (in *instance) mallocString(s string) uint32 {
 
 func (in *instance) freeValue(v uint32) {
 	in.callv(in.fn.freeValue, in.jsctx, v)
+}
+
+// newFloat64 makes a JSValue* number.
+func (in *instance) newFloat64(f float64) uint32 {
+	return uint32(in.callRaw(in.fn.newFloat64, uint64(in.jsctx), api.EncodeF64(f)))
 }
 
 // newString makes a JSValue* string; s must not contain NUL.

@@ -8,13 +8,15 @@
 //
 // host.write(fd, text, nul) writes text (and a NUL byte when nul is true:
 // the host reads C strings, so text never contains one) to stdout (1) or
-// stderr (2); host.schedule(id, ms) arms timer id; host.cancel(id) disarms it.
+// stderr (2); host.schedule(id, ms) arms timer id; host.cancel(id) disarms it;
+// host.maxPendingTimers is how many timers may be armed at once.
 (function (host) {
   'use strict';
 
   const hostWrite = host.write;
   const hostSchedule = host.schedule;
   const hostCancel = host.cancel;
+  const maxPendingTimers = host.maxPendingTimers;
 
   const apply = Reflect.apply;
   const uncurry = (fn) => (self, ...args) => apply(fn, self, args);
@@ -38,6 +40,7 @@
   const NumberCtor = Number;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
   const MapCtor = Map;
   const SetCtor = Set;
   const hasOwn = uncurry(ObjectProto.hasOwnProperty);
@@ -608,6 +611,11 @@
     delay = NumberCtor(delay);
     // As in node: anything that is not a delay from 1 ms to 2^31-1 ms is 1 ms.
     if (!(delay >= 1 && delay <= 2147483647)) delay = 1;
+    // Every armed timer holds host memory outside the guest's memory limit.
+    if (mapSize(timers) >= maxPendingTimers) {
+      throw new RangeErrorCtor(`too many pending timers: capsule allows ${maxPendingTimers} at once; ` +
+        'clear timers (clearTimeout, clearInterval) or let them fire before setting more');
+    }
     const id = ++lastTimerId;
     mapSet(timers, id, { callback, args, delay, repeating });
     hostSchedule(id, delay);
