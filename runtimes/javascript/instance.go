@@ -27,10 +27,6 @@ const (
 	// would leave the emscripten stack pointer wrong).
 	maxStackSize = 1 << 20
 
-	// evalFlagAsync is JS_EVAL_FLAG_ASYNC: a global script may use
-	// top-level await, and evaluates to a promise of {value: <completion>}.
-	evalFlagAsync = 1 << 7
-
 	// scriptName is the file name of the user's code in stack traces.
 	scriptName = "<input>"
 
@@ -110,7 +106,7 @@ type instance struct {
 	rt, jsctx uint32 // JSRuntime*, JSContext*
 	scratch   uint32
 	prelude   uint32 // JSValue*: the object prelude.js returns
-	methods   struct{ fire, render, describe, unwrap, setInputs uint32 }
+	methods   struct{ fire, render, renderPromise, describe, unwrap, setInputs uint32 }
 	timers    timerQueue
 
 	ran           bool
@@ -188,6 +184,7 @@ func (in *instance) start() {
 	in.prelude = obj
 	in.methods.fire = in.getProp(obj, "fire")
 	in.methods.render = in.getProp(obj, "render")
+	in.methods.renderPromise = in.getProp(obj, "renderPromise")
 	in.methods.describe = in.getProp(obj, "describe")
 	in.methods.unwrap = in.getProp(obj, "unwrap")
 	in.methods.setInputs = in.getProp(obj, "setInputs")
@@ -240,29 +237,27 @@ func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runt
 		}
 	}
 
-	p, exc := in.evalScript(req.Code, scriptName, evalFlagAsync)
+	value, async, exc := in.evalCode(req.Code)
 	if exc != 0 {
-		return in.describe(exc) // a syntax error
+		return in.describe(exc) // a syntax error, or what a plain script threw
 	}
-	wrapper, errInfo := in.await(p)
-	if errInfo != nil || wrapper == 0 {
-		return errInfo
-	}
-	value, exc := in.callJS(in.methods.unwrap, in.prelude, wrapper)
-	if exc != 0 {
-		return in.describe(exc)
-	}
-	if in.promiseState(value) != promiseNone {
-		if value, errInfo = in.await(value); errInfo != nil || value == 0 {
+	if async {
+		// value is the promise of the script's completion: waiting for it
+		// is the top-level await.
+		wrapper, errInfo := in.await(value)
+		if errInfo != nil || wrapper == 0 {
 			return errInfo
 		}
+		if value, exc = in.callJS(in.methods.unwrap, in.prelude, wrapper); exc != 0 {
+			return in.describe(exc)
+		}
 	}
-	rendered, exc := in.callJS(in.methods.render, in.prelude, value)
-	if exc != 0 {
-		return in.describe(exc)
+	rendered, errInfo := in.lastValue(value)
+	if errInfo != nil {
+		return errInfo
 	}
-	if s := in.stringOf(rendered); s != "" {
-		*result = json.RawMessage(s)
+	if rendered != "" {
+		*result = json.RawMessage(rendered)
 	}
 
 	// Like node, the run goes on until no job or timer is left.

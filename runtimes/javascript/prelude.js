@@ -88,6 +88,25 @@
   const promiseResolve = Promise.resolve.bind(Promise);
   const promiseThen = uncurry(Promise.prototype.then);
 
+  const RegExpProto = RegExp.prototype;
+  const regexpSource = uncurry(getOwnPropertyDescriptor(RegExpProto, 'source').get);
+  const weakMapHas = uncurry(WeakMap.prototype.has);
+  const weakSetHas = uncurry(WeakSet.prototype.has);
+  const errorIsError = Error.isError;
+  const dataViewByteLength = uncurry(getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get);
+
+  // brand tests an internal slot through a built-in that throws without it:
+  // unlike instanceof, no prototype, Symbol.hasInstance or Proxy trap is
+  // consulted, and an object made with Object.create(Map.prototype) is no Map.
+  function brand(test, value) {
+    try { test(value); return true; } catch { return false; }
+  }
+  const isMap = (v) => brand(mapSize, v);
+  const isSet = (v) => brand(setSize, v);
+  const isDate = (v) => brand(dateGetTime, v);
+  const isRegExp = (v) => v !== RegExpProto && brand(regexpSource, v);
+  const isWeak = (v) => brand((x) => weakMapHas(x, ObjectProto), v) || brand((x) => weakSetHas(x, ObjectProto), v);
+
   // ---- inspect: a subset of node's util.inspect with its default options
   // (depth 2, 100 array items, breakLength 80, compact 3), so that
   // console.log prints what a JavaScript programmer expects.
@@ -233,17 +252,17 @@
       extrasType = kArrayExtrasType;
       formatter = formatArrayEntries;
       noEntries = value.length === 0 && keys.length === 0;
-    } else if (value instanceof MapCtor) {
+    } else if (isMap(value)) {
       keys = keysOf(value, false);
       braces = [`${prefix('Map', mapSize(value))}{`, '}'];
       formatter = formatMapEntries;
       noEntries = mapSize(value) === 0 && keys.length === 0;
-    } else if (value instanceof SetCtor) {
+    } else if (isSet(value)) {
       keys = keysOf(value, false);
       braces = [`${prefix('Set', setSize(value))}{`, '}'];
       formatter = formatSetEntries;
       noEntries = setSize(value) === 0 && keys.length === 0;
-    } else if (isView(value) && !(value instanceof DataView)) {
+    } else if (isView(value) && !brand(dataViewByteLength, value)) {
       keys = keysOf(value, true);
       braces = [`${prefix(ctor || 'TypedArray', typedArrayLength(value))}[`, ']'];
       extrasType = kArrayExtrasType;
@@ -255,19 +274,19 @@
       if (typeof value === 'function') {
         base = functionBase(value);
         if (keys.length === 0) return base;
-      } else if (value instanceof ErrorCtor) {
+      } else if (errorIsError(value)) {
         base = errorBase(value);
         keys = keysOf(value, false);
         if (keys.length === 0) return base;
         base = replace(base, /\n/g, '\n' + repeat(' ', ctx.indentationLvl));
-      } else if (value instanceof RegExp) {
+      } else if (isRegExp(value)) {
         base = regexpToString(value);
         if (keys.length === 0) return base;
-      } else if (value instanceof Date) {
+      } else if (isDate(value)) {
         const t = dateGetTime(value);
         base = t === t ? dateToISOString(value) : 'Invalid Date';
         if (keys.length === 0) return base;
-      } else if (value instanceof ArrayBuffer) {
+      } else if (brand(arrayBufferByteLength, value)) {
         base = `ArrayBuffer { byteLength: ${arrayBufferByteLength(value)} }`;
         if (keys.length === 0) return base;
       } else if (value instanceof Promise) {
@@ -275,10 +294,9 @@
         base = '';
         keys = keysOf(value, false);
         if (keys.length === 0) return `${braces[0]} <pending or settled> }`;
-      } else if (value instanceof WeakMap || value instanceof WeakSet) {
+      } else if (isWeak(value)) {
         return `${ctor || 'WeakMap'} { <items unknown> }`;
-      } else if (value instanceof Number || value instanceof String || value instanceof Boolean ||
-                 value instanceof BigInt || value instanceof Symbol) {
+      } else if (isBoxed(value)) {
         base = boxedBase(value);
         if (keys.length === 0) return base;
       } else {
@@ -318,11 +336,16 @@
     return reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value);
   }
 
+  function isBoxed(value) {
+    return brand(numberValueOf, value) || brand(stringValueOf, value) || brand(booleanValueOf, value) ||
+      brand(bigintValueOf, value) || brand(symbolValueOf, value);
+  }
+
   function boxedBase(value) {
-    if (value instanceof Number) return `[Number: ${formatNumber(numberValueOf(value))}]`;
-    if (value instanceof String) return `[String: ${quote(stringValueOf(value))}]`;
-    if (value instanceof Boolean) return `[Boolean: ${booleanValueOf(value)}]`;
-    if (value instanceof BigInt) return `[BigInt: ${bigintValueOf(value)}n]`;
+    if (brand(numberValueOf, value)) return `[Number: ${formatNumber(numberValueOf(value))}]`;
+    if (brand(stringValueOf, value)) return `[String: ${quote(stringValueOf(value))}]`;
+    if (brand(booleanValueOf, value)) return `[Boolean: ${booleanValueOf(value)}]`;
+    if (brand(bigintValueOf, value)) return `[BigInt: ${bigintValueOf(value)}n]`;
     return `[Symbol: ${symbolToString(symbolValueOf(value))}]`;
   }
 
@@ -660,35 +683,117 @@
 
   // ---- what Run calls.
 
+  // The result is rendered without calling the value's own code where
+  // JavaScript allows it: no toJSON, no getter, no valueOf or toString,
+  // no `then`. Only a Proxy's traps cannot be told apart from ordinary
+  // property access; whatever they (or anything else) throw while rendering
+  // is caught, so rendering never fails the run.
+
+  const notJSON = {}; // thrown when JSON cannot show a value as it is
+  // ownData returns the value of value's own data property key, or throws
+  // notJSON for an accessor (JSON.stringify would call its getter).
+  function ownData(value, key) {
+    const desc = getOwnPropertyDescriptor(value, key);
+    if (desc === undefined) return undefined;
+    if (!hasOwn(desc, 'value')) throw notJSON;
+    return desc.value;
+  }
+
+  // jsonOf is JSON.stringify's answer for value, from its data alone: the
+  // JSON text, or undefined where JSON.stringify leaves the value out. It
+  // throws notJSON for what JSON.stringify would throw on (cycles, BigInt)
+  // or could only show by running the value's code (accessors).
+  function jsonOf(value, stack) {
+    switch (typeof value) {
+      case 'string': return jsonStringify(value);
+      case 'number': return NumberIsFinite(value) ? jsonStringify(value) : 'null';
+      case 'boolean': return value ? 'true' : 'false';
+      case 'bigint': throw notJSON;
+      case 'undefined': case 'function': case 'symbol': return undefined;
+      default: break;
+    }
+    if (value === null) return 'null';
+    if (includes(stack, value)) throw notJSON;
+    if (isDate(value)) {
+      const t = dateGetTime(value);
+      return t === t ? jsonStringify(dateToISOString(value)) : 'null';
+    }
+    if (brand(numberValueOf, value)) return jsonOf(numberValueOf(value), stack);
+    if (brand(stringValueOf, value)) return jsonStringify(stringValueOf(value));
+    if (brand(booleanValueOf, value)) return booleanValueOf(value) ? 'true' : 'false';
+    if (brand(bigintValueOf, value)) throw notJSON;
+    push(stack, value);
+    const parts = [];
+    let out;
+    if (isArray(value)) {
+      const length = ownData(value, 'length');
+      for (let i = 0; i < length; i++) {
+        const item = jsonOf(ownData(value, i), stack);
+        push(parts, item === undefined ? 'null' : item);
+      }
+      out = '[' + join(parts, ',') + ']';
+    } else {
+      for (const key of objectKeys(value)) {
+        const item = jsonOf(ownData(value, key), stack);
+        if (item !== undefined) push(parts, jsonStringify(key) + ':' + item);
+      }
+      out = '{' + join(parts, ',') + '}';
+    }
+    pop(stack);
+    return out;
+  }
+
   // render returns the result as JSON text, or '' for no result (undefined).
-  // JSON-serialisable values come back as themselves; BigInt, symbols,
-  // functions, non-finite numbers and objects JSON cannot represent (Map,
-  // Set, errors, cyclic or BigInt-holding objects) as a JSON string of their
-  // inspect form: 123n, Symbol(x), [Function: f], Map(1) { 'a' => 1 }.
+  // Data JSON can hold comes back as JSON.stringify would give it, except
+  // that toJSON is not called (a Date gives its ISO string). Anything else
+  // comes back as a JSON string of its inspect form, as console.log shows
+  // it: BigInt (123n), symbols, functions, non-finite numbers ("NaN"), Map,
+  // Set, WeakMap, WeakSet, errors, regular expressions, and objects that
+  // are cyclic, hold a BigInt, or have a getter. (A promise never gets
+  // here: the host waits for it, or renders it with renderPromise.)
   function render(value) {
+    try {
+      return renderValue(value);
+    } catch {
+      try {
+        return jsonStringify(inspect(value));
+      } catch {
+        return jsonStringify(`[${typeof value} that cannot be shown: rendering it threw]`);
+      }
+    }
+  }
+
+  function renderValue(value) {
     switch (typeof value) {
       case 'undefined':
         return '';
-      case 'bigint':
-      case 'symbol':
-      case 'function':
-        return jsonStringify(inspect(value));
       case 'number':
         return NumberIsFinite(value) ? jsonStringify(value) : jsonStringify(StringCtor(value));
-      case 'object':
-        if (value !== null && (value instanceof MapCtor || value instanceof SetCtor || value instanceof ErrorCtor ||
-            value instanceof RegExp || value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet)) {
-          return jsonStringify(inspect(value));
-        }
-        break;
+      case 'bigint': case 'symbol': case 'function':
+        return jsonStringify(inspect(value));
       default:
         break;
     }
+    if (value !== null && typeof value === 'object' &&
+        (isMap(value) || isSet(value) || isWeak(value) || isRegExp(value) || errorIsError(value))) {
+      return jsonStringify(inspect(value));
+    }
     try {
-      const json = jsonStringify(value);
+      const json = jsonOf(value, []);
       if (json !== undefined) return json;
-    } catch { /* cyclic, or holds a BigInt: fall through */ }
+    } catch (e) {
+      if (e !== notJSON) throw e;
+    }
     return jsonStringify(inspect(value));
+  }
+
+  // renderPromise renders a promise the code left unawaited, given the
+  // state the host found it in (0 pending, 2 rejected) and its reason.
+  function renderPromise(state, reason) {
+    if (state !== 2) return jsonStringify('Promise { <pending> }');
+    let shown;
+    try { shown = inspect(reason); } catch { shown = `[${typeof reason}]`; }
+    return jsonStringify(`Promise { <rejected> ${shown} }`);
   }
 
   // describe returns {type, message, traceback} as JSON for a thrown value.
@@ -710,21 +815,17 @@
   }
 
   // unwrap takes the {value} object of an async script evaluation and
-  // returns the value, or a promise for it when it is a thenable (the host
-  // awaits that promise, as the result of the code).
+  // returns the value, reading only an own data property (the engine made
+  // the object, but a setter on Object.prototype.value could have kept the
+  // value from landing on it).
   function unwrap(wrapper) {
-    const value = wrapper.value;
-    if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
-      let then;
-      try { then = value.then; } catch (e) { return Promise.reject(e); }
-      if (typeof then === 'function') return promiseResolve(value);
-    }
-    return value;
+    const desc = getOwnPropertyDescriptor(wrapper, 'value');
+    return desc !== undefined && hasOwn(desc, 'value') ? desc.value : undefined;
   }
 
   function setInputs(json) {
     defineProperty(globalThis, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
   }
 
-  return { fire, render, describe, unwrap, setInputs, inspect, format };
+  return { fire, render, renderPromise, describe, unwrap, setInputs, inspect, format };
 })
