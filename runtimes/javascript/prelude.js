@@ -19,9 +19,13 @@
   const maxPendingTimers = host.maxPendingTimers;
 
   const apply = Reflect.apply;
-  const uncurry = (fn) => (self, ...args) => apply(fn, self, args);
+  // uncurry(fn)(self, ...args) is fn.call(self, ...args) with the call
+  // bound now: a bound function, so no array is made per call.
+  const uncurry = Function.prototype.bind.bind(Function.prototype.call);
   const ObjectProto = Object.prototype;
+  const ArrayProto = Array.prototype;
   const getPrototypeOf = Object.getPrototypeOf;
+  const setPrototypeOf = Object.setPrototypeOf;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const getOwnPropertySymbols = Object.getOwnPropertySymbols;
   const defineProperty = Object.defineProperty;
@@ -95,17 +99,35 @@
   const errorIsError = Error.isError;
   const dataViewByteLength = uncurry(getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get);
 
+  const weakMapHasAny = (v) => weakMapHas(v, ObjectProto);
+  const weakSetHasAny = (v) => weakSetHas(v, ObjectProto);
+
   // brand tests an internal slot through a built-in that throws without it:
-  // unlike instanceof, no prototype, Symbol.hasInstance or Proxy trap is
-  // consulted, and an object made with Object.create(Map.prototype) is no Map.
+  // unlike instanceof, no Symbol.hasInstance is consulted, and an object
+  // made with Object.create(Map.prototype) is no Map. The built-in's
+  // prototype must be on value's chain first: that keeps ordinary objects
+  // from paying for a thrown exception each (QuickJS builds a stack trace
+  // for every one, and rendering a large array would take seconds).
+  const brandProto = new MapCtor([
+    [mapSize, Map.prototype], [setSize, Set.prototype], [weakMapHasAny, WeakMap.prototype],
+    [weakSetHasAny, WeakSet.prototype], [dateGetTime, Date.prototype], [regexpSource, RegExpProto],
+    [arrayBufferByteLength, ArrayBuffer.prototype], [dataViewByteLength, DataView.prototype],
+    [numberValueOf, Number.prototype], [stringValueOf, String.prototype], [booleanValueOf, Boolean.prototype],
+    [bigintValueOf, BigInt.prototype], [symbolValueOf, Symbol.prototype],
+  ]);
   function brand(test, value) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+    const proto = mapGet(brandProto, test);
+    let p = getPrototypeOf(value);
+    while (p !== null && p !== proto) p = getPrototypeOf(p);
+    if (p === null) return false;
     try { test(value); return true; } catch { return false; }
   }
   const isMap = (v) => brand(mapSize, v);
   const isSet = (v) => brand(setSize, v);
   const isDate = (v) => brand(dateGetTime, v);
   const isRegExp = (v) => v !== RegExpProto && brand(regexpSource, v);
-  const isWeak = (v) => brand((x) => weakMapHas(x, ObjectProto), v) || brand((x) => weakSetHas(x, ObjectProto), v);
+  const isWeak = (v) => brand(weakMapHasAny, v) || brand(weakSetHasAny, v);
 
   // ---- inspect: a subset of node's util.inspect with its default options
   // (depth 2, 100 array items, breakLength 80, compact 3), so that
@@ -699,48 +721,63 @@
     return desc.value;
   }
 
-  // jsonOf is JSON.stringify's answer for value, from its data alone: the
-  // JSON text, or undefined where JSON.stringify leaves the value out. It
-  // throws notJSON for what JSON.stringify would throw on (cycles, BigInt)
-  // or could only show by running the value's code (accessors).
-  function jsonOf(value, stack) {
+  // dataOf copies value's data into fresh objects that JSON.stringify can
+  // serialise without reaching any user code: primitives stay, a Date
+  // becomes its ISO string, a boxed primitive its primitive, what JSON
+  // leaves out (undefined, functions, symbols) becomes undefined, and
+  // objects and arrays become null-prototype copies of their own enumerable
+  // data properties, so that no toJSON can be found on them. It throws
+  // notJSON for what JSON.stringify would throw on (cycles, BigInt) or
+  // could only show by running the value's code (accessors). The native
+  // JSON.stringify then does the text, which is many times faster than
+  // building it here.
+  // itemOf is dataOf of value's own data property key; primitives, most
+  // items, are handled here without the call.
+  function itemOf(value, key, stack) {
+    const desc = getOwnPropertyDescriptor(value, key);
+    if (desc === undefined) return undefined;
+    if (!hasOwn(desc, 'value')) throw notJSON;
+    const item = desc.value;
+    switch (typeof item) {
+      case 'string': case 'number': case 'boolean': return item;
+      case 'undefined': case 'function': case 'symbol': return undefined;
+      default: return dataOf(item, stack);
+    }
+  }
+
+  function dataOf(value, stack) {
     switch (typeof value) {
-      case 'string': return jsonStringify(value);
-      case 'number': return NumberIsFinite(value) ? jsonStringify(value) : 'null';
-      case 'boolean': return value ? 'true' : 'false';
+      case 'string': case 'number': case 'boolean': return value;
       case 'bigint': throw notJSON;
       case 'undefined': case 'function': case 'symbol': return undefined;
       default: break;
     }
-    if (value === null) return 'null';
+    if (value === null) return null;
     if (includes(stack, value)) throw notJSON;
-    if (isDate(value)) {
-      const t = dateGetTime(value);
-      return t === t ? jsonStringify(dateToISOString(value)) : 'null';
+    const proto = getPrototypeOf(value);
+    if (proto !== ObjectProto && proto !== ArrayProto && proto !== null) {
+      if (isDate(value)) {
+        const t = dateGetTime(value);
+        return t === t ? dateToISOString(value) : null;
+      }
+      if (brand(numberValueOf, value)) return numberValueOf(value);
+      if (brand(stringValueOf, value)) return stringValueOf(value);
+      if (brand(booleanValueOf, value)) return booleanValueOf(value);
+      if (brand(bigintValueOf, value)) throw notJSON;
     }
-    if (brand(numberValueOf, value)) return jsonOf(numberValueOf(value), stack);
-    if (brand(stringValueOf, value)) return jsonStringify(stringValueOf(value));
-    if (brand(booleanValueOf, value)) return booleanValueOf(value) ? 'true' : 'false';
-    if (brand(bigintValueOf, value)) throw notJSON;
     push(stack, value);
-    const parts = [];
-    let out;
+    let copy;
     if (isArray(value)) {
       const length = ownData(value, 'length');
-      for (let i = 0; i < length; i++) {
-        const item = jsonOf(ownData(value, i), stack);
-        push(parts, item === undefined ? 'null' : item);
-      }
-      out = '[' + join(parts, ',') + ']';
+      copy = setPrototypeOf([], null);
+      for (let i = 0; i < length; i++) copy[i] = itemOf(value, i, stack);
     } else {
-      for (const key of objectKeys(value)) {
-        const item = jsonOf(ownData(value, key), stack);
-        if (item !== undefined) push(parts, jsonStringify(key) + ':' + item);
-      }
-      out = '{' + join(parts, ',') + '}';
+      copy = { __proto__: null };
+      const keys = objectKeys(value);
+      for (let i = 0; i < keys.length; i++) copy[keys[i]] = itemOf(value, keys[i], stack);
     }
     pop(stack);
-    return out;
+    return copy;
   }
 
   // render returns the result as JSON text, or '' for no result (undefined).
@@ -779,7 +816,7 @@
       return jsonStringify(inspect(value));
     }
     try {
-      const json = jsonOf(value, []);
+      const json = jsonStringify(dataOf(value, []));
       if (json !== undefined) return json;
     } catch (e) {
       if (e !== notJSON) throw e;

@@ -1,8 +1,12 @@
 package javascript
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"capsule/runtimes/internal/runtimetest"
 )
 
 // TestLastValue: what is awaited, and how the last value is rendered
@@ -70,4 +74,25 @@ func TestEngineLacks(t *testing.T) {
 			result: `["ReferenceError","could not load module 'fs'"]`},
 		{name: "awaited import() throws", code: "await import('./x.js')", errType: "ReferenceError", errMessage: "could not load module"},
 	})
+}
+
+// BenchmarkLargeResult measures rendering: 10,000 small objects as the
+// result (about 200 KB of JSON), against the same run returning a number.
+func BenchmarkLargeResult(b *testing.B) {
+	const n = 10000
+	var want strings.Builder
+	want.WriteString("[")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			want.WriteString(",")
+		}
+		fmt.Fprintf(&want, `{"i":%d,"s":"x%d"}`, i, i)
+	}
+	want.WriteString("]")
+	build := fmt.Sprintf("const rows = Array.from({length: %d}, (_, i) => ({i, s: 'x' + i}));", n)
+	b.Run("rendered", func(b *testing.B) { runtimetest.BenchmarkRun(b, testEngine(b), build+" rows", want.String()) })
+	b.Run("JSON.stringify", func(b *testing.B) {
+		runtimetest.BenchmarkRun(b, testEngine(b), build+" JSON.stringify(rows).length", fmt.Sprint(want.Len()))
+	})
+	b.Run("not rendered", func(b *testing.B) { runtimetest.BenchmarkRun(b, testEngine(b), build+" rows.length", fmt.Sprint(n)) })
 }
