@@ -195,9 +195,10 @@ func (in *instance) Close(ctx context.Context) error {
 	return in.mod.Close(ctx)
 }
 
-// Run evaluates req.Code as a global script with top-level await, runs
-// jobs and timers until none is left, and reports the value of the last
-// expression (awaited when it is a promise).
+// Run evaluates req.Code as a global script (plain, or async when it uses
+// top-level await: script.go), runs jobs and timers until none is left, and
+// reports the value of the last expression (result.go says when it is
+// awaited and how it is rendered).
 func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes.Outcome) {
 	start := time.Now()
 	if in.ran {
