@@ -46,7 +46,8 @@ test: assets
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
-FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream
+FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream \
+	runtimes/javascript:FuzzMentionsAwait
 
 fuzz: assets
 	@set -e; for t in $(FUZZ_TARGETS); do \

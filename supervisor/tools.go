@@ -62,11 +62,14 @@ var languages = []language{
 		tool:     "execute_javascript",
 		title:    "Run JavaScript",
 		inputsIn: "a global in JavaScript",
-		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh script in global scope; top-level await works. " +
-			"console.log/info/debug write to stdout, console.error/warn to stderr; setTimeout, setInterval, " +
-			"queueMicrotask work. No Node or browser APIs beyond console and timers (no require, process, fetch, " +
-			"no module imports). stdout, stderr and the value of the last expression (JSON when serialisable, " +
-			"else its string form; a promise is awaited) come back.",
+		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh plain script in global scope; " +
+			"top-level await works. console.log/info/debug write to stdout, console.error/warn to stderr; " +
+			"setTimeout, setInterval, queueMicrotask work. No Node or browser APIs beyond console and timers " +
+			"(no require, process, fetch), no ES modules (import/export are SyntaxErrors, import() rejects), " +
+			"no Atomics. stdout, stderr and the value of the last expression come back: a native Promise is " +
+			"awaited (other thenables are not); the value is rendered as JSON from its own data properties, " +
+			"without calling toJSON or getters, else as console.log shows it (BigInt, Map, Set, errors, " +
+			"functions, cyclic objects).",
 	},
 }
 

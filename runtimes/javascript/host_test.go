@@ -190,26 +190,3 @@ func TestShouldInterrupt(t *testing.T) {
 		t.Fatal("no interrupt after the deadline")
 	}
 }
-
-func TestTimerQueue(t *testing.T) {
-	var q timerQueue
-	base := time.Now()
-	q.schedule(1, base.Add(30*time.Millisecond))
-	q.schedule(2, base.Add(10*time.Millisecond))
-	q.schedule(3, base.Add(10*time.Millisecond))
-	q.schedule(4, base.Add(5*time.Millisecond))
-	q.cancel(4)
-	q.schedule(1, base.Add(20*time.Millisecond)) // re-armed: the old entry is stale
-	var order []float64
-	for {
-		tm, ok := q.next()
-		if !ok {
-			break
-		}
-		q.take(tm)
-		order = append(order, tm.id)
-	}
-	if want := []float64{2, 3, 1}; len(order) != len(want) || order[0] != 2 || order[1] != 3 || order[2] != 1 {
-		t.Errorf("fired %v, want %v", order, want)
-	}
-}

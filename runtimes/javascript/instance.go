@@ -31,10 +31,6 @@ const (
 	// would leave the emscripten stack pointer wrong).
 	maxStackSize = 1 << 20
 
-	// evalFlagAsync is JS_EVAL_FLAG_ASYNC: a global script may use
-	// top-level await, and evaluates to a promise of {value: <completion>}.
-	evalFlagAsync = 1 << 7
-
 	// scriptName is the file name of the user's code in stack traces.
 	scriptName = "<input>"
 
@@ -114,7 +110,7 @@ type instance struct {
 	rt, jsctx uint32 // JSRuntime*, JSContext*
 	scratch   uint32
 	prelude   uint32 // JSValue*: the object prelude.js returns
-	methods   struct{ fire, render, describe, unwrap, setInputs uint32 }
+	methods   struct{ fire, render, renderPromise, describe, unwrap, setInputs uint32 }
 	timers    timerQueue
 
 	// fixedClock, when not zero, is what the realtime clock reads (ns).
@@ -306,6 +302,9 @@ func (in *instance) start() {
 		in.setProp(host, h.name, f)
 		in.freeValue(f)
 	}
+	maxTimers := in.newFloat64(maxPendingTimers)
+	in.setProp(host, "maxPendingTimers", maxTimers)
+	in.freeValue(maxTimers)
 	obj, exc := in.callJS(fn, host, host)
 	if exc != 0 {
 		panic(trap{fmt.Errorf("prelude: %s", in.cStringOf(exc))})
@@ -315,6 +314,7 @@ func (in *instance) start() {
 	in.prelude = obj
 	in.methods.fire = in.getProp(obj, "fire")
 	in.methods.render = in.getProp(obj, "render")
+	in.methods.renderPromise = in.getProp(obj, "renderPromise")
 	in.methods.describe = in.getProp(obj, "describe")
 	in.methods.unwrap = in.getProp(obj, "unwrap")
 	in.methods.setInputs = in.getProp(obj, "setInputs")
@@ -325,9 +325,10 @@ func (in *instance) Close(ctx context.Context) error {
 	return in.mod.Close(ctx)
 }
 
-// Run evaluates req.Code as a global script with top-level await, runs
-// jobs and timers until none is left, and reports the value of the last
-// expression (awaited when it is a promise).
+// Run evaluates req.Code as a global script (plain, or async when it uses
+// top-level await: script.go), runs jobs and timers until none is left, and
+// reports the value of the last expression (result.go says when it is
+// awaited and how it is rendered).
 func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes.Outcome) {
 	start := time.Now()
 	if in.ran {
@@ -367,29 +368,27 @@ func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runt
 		}
 	}
 
-	p, exc := in.evalScript(req.Code, scriptName, evalFlagAsync)
+	value, async, exc := in.evalCode(req.Code)
 	if exc != 0 {
-		return in.describe(exc) // a syntax error
+		return in.describe(exc) // a syntax error, or what a plain script threw
 	}
-	wrapper, errInfo := in.await(p)
-	if errInfo != nil || wrapper == 0 {
-		return errInfo
-	}
-	value, exc := in.callJS(in.methods.unwrap, in.prelude, wrapper)
-	if exc != 0 {
-		return in.describe(exc)
-	}
-	if in.promiseState(value) != promiseNone {
-		if value, errInfo = in.await(value); errInfo != nil || value == 0 {
+	if async {
+		// value is the promise of the script's completion: waiting for it
+		// is the top-level await.
+		wrapper, errInfo := in.await(value)
+		if errInfo != nil || wrapper == 0 {
 			return errInfo
 		}
+		if value, exc = in.callJS(in.methods.unwrap, in.prelude, wrapper); exc != 0 {
+			return in.describe(exc)
+		}
 	}
-	rendered, exc := in.callJS(in.methods.render, in.prelude, value)
-	if exc != 0 {
-		return in.describe(exc)
+	rendered, errInfo := in.lastValue(value)
+	if errInfo != nil {
+		return errInfo
 	}
-	if s := in.stringOf(rendered); s != "" {
-		*result = json.RawMessage(s)
+	if rendered != "" {
+		*result = json.RawMessage(rendered)
 	}
 
 	// Like node, the run goes on until no job or timer is left.
@@ -446,7 +445,7 @@ func (in *instance) loop(p uint32) (exc uint32, stopped bool) {
 			return 0, true
 		}
 		in.timers.take(t)
-		id := uint32(in.callRaw(in.fn.newFloat64, uint64(in.jsctx), api.EncodeF64(t.id)))
+		id := in.newFloat64(t.id)
 		_, exc := in.callJS(in.methods.fire, in.prelude, id)
 		in.freeValue(id)
 		if exc != 0 {
@@ -630,6 +629,11 @@ func (in *instance) mallocString(s string) uint32 {
 
 func (in *instance) freeValue(v uint32) {
 	in.callv(in.fn.freeValue, in.jsctx, v)
+}
+
+// newFloat64 makes a JSValue* number.
+func (in *instance) newFloat64(f float64) uint32 {
+	return uint32(in.callRaw(in.fn.newFloat64, uint64(in.jsctx), api.EncodeF64(f)))
 }
 
 // newString makes a JSValue* string; s must not contain NUL.

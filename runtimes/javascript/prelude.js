@@ -8,18 +8,24 @@
 //
 // host.write(fd, text, nul) writes text (and a NUL byte when nul is true:
 // the host reads C strings, so text never contains one) to stdout (1) or
-// stderr (2); host.schedule(id, ms) arms timer id; host.cancel(id) disarms it.
+// stderr (2); host.schedule(id, ms) arms timer id; host.cancel(id) disarms it;
+// host.maxPendingTimers is how many timers may be armed at once.
 (function (host) {
   'use strict';
 
   const hostWrite = host.write;
   const hostSchedule = host.schedule;
   const hostCancel = host.cancel;
+  const maxPendingTimers = host.maxPendingTimers;
 
   const apply = Reflect.apply;
-  const uncurry = (fn) => (self, ...args) => apply(fn, self, args);
+  // uncurry(fn)(self, ...args) is fn.call(self, ...args) with the call
+  // bound now: a bound function, so no array is made per call.
+  const uncurry = Function.prototype.bind.bind(Function.prototype.call);
   const ObjectProto = Object.prototype;
+  const ArrayProto = Array.prototype;
   const getPrototypeOf = Object.getPrototypeOf;
+  const setPrototypeOf = Object.setPrototypeOf;
   const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
   const getOwnPropertySymbols = Object.getOwnPropertySymbols;
   const defineProperty = Object.defineProperty;
@@ -38,6 +44,7 @@
   const NumberCtor = Number;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
   const MapCtor = Map;
   const SetCtor = Set;
   const hasOwn = uncurry(ObjectProto.hasOwnProperty);
@@ -84,6 +91,43 @@
   const arrayBufferByteLength = uncurry(getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get);
   const promiseResolve = Promise.resolve.bind(Promise);
   const promiseThen = uncurry(Promise.prototype.then);
+
+  const RegExpProto = RegExp.prototype;
+  const regexpSource = uncurry(getOwnPropertyDescriptor(RegExpProto, 'source').get);
+  const weakMapHas = uncurry(WeakMap.prototype.has);
+  const weakSetHas = uncurry(WeakSet.prototype.has);
+  const errorIsError = Error.isError;
+  const dataViewByteLength = uncurry(getOwnPropertyDescriptor(DataView.prototype, 'byteLength').get);
+
+  const weakMapHasAny = (v) => weakMapHas(v, ObjectProto);
+  const weakSetHasAny = (v) => weakSetHas(v, ObjectProto);
+
+  // brand tests an internal slot through a built-in that throws without it:
+  // unlike instanceof, no Symbol.hasInstance is consulted, and an object
+  // made with Object.create(Map.prototype) is no Map. The built-in's
+  // prototype must be on value's chain first: that keeps ordinary objects
+  // from paying for a thrown exception each (QuickJS builds a stack trace
+  // for every one, and rendering a large array would take seconds).
+  const brandProto = new MapCtor([
+    [mapSize, Map.prototype], [setSize, Set.prototype], [weakMapHasAny, WeakMap.prototype],
+    [weakSetHasAny, WeakSet.prototype], [dateGetTime, Date.prototype], [regexpSource, RegExpProto],
+    [arrayBufferByteLength, ArrayBuffer.prototype], [dataViewByteLength, DataView.prototype],
+    [numberValueOf, Number.prototype], [stringValueOf, String.prototype], [booleanValueOf, Boolean.prototype],
+    [bigintValueOf, BigInt.prototype], [symbolValueOf, Symbol.prototype],
+  ]);
+  function brand(test, value) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+    const proto = mapGet(brandProto, test);
+    let p = getPrototypeOf(value);
+    while (p !== null && p !== proto) p = getPrototypeOf(p);
+    if (p === null) return false;
+    try { test(value); return true; } catch { return false; }
+  }
+  const isMap = (v) => brand(mapSize, v);
+  const isSet = (v) => brand(setSize, v);
+  const isDate = (v) => brand(dateGetTime, v);
+  const isRegExp = (v) => v !== RegExpProto && brand(regexpSource, v);
+  const isWeak = (v) => brand(weakMapHasAny, v) || brand(weakSetHasAny, v);
 
   // ---- inspect: a subset of node's util.inspect with its default options
   // (depth 2, 100 array items, breakLength 80, compact 3), so that
@@ -230,17 +274,17 @@
       extrasType = kArrayExtrasType;
       formatter = formatArrayEntries;
       noEntries = value.length === 0 && keys.length === 0;
-    } else if (value instanceof MapCtor) {
+    } else if (isMap(value)) {
       keys = keysOf(value, false);
       braces = [`${prefix('Map', mapSize(value))}{`, '}'];
       formatter = formatMapEntries;
       noEntries = mapSize(value) === 0 && keys.length === 0;
-    } else if (value instanceof SetCtor) {
+    } else if (isSet(value)) {
       keys = keysOf(value, false);
       braces = [`${prefix('Set', setSize(value))}{`, '}'];
       formatter = formatSetEntries;
       noEntries = setSize(value) === 0 && keys.length === 0;
-    } else if (isView(value) && !(value instanceof DataView)) {
+    } else if (isView(value) && !brand(dataViewByteLength, value)) {
       keys = keysOf(value, true);
       braces = [`${prefix(ctor || 'TypedArray', typedArrayLength(value))}[`, ']'];
       extrasType = kArrayExtrasType;
@@ -252,19 +296,19 @@
       if (typeof value === 'function') {
         base = functionBase(value);
         if (keys.length === 0) return base;
-      } else if (value instanceof ErrorCtor) {
+      } else if (errorIsError(value)) {
         base = errorBase(value);
         keys = keysOf(value, false);
         if (keys.length === 0) return base;
         base = replace(base, /\n/g, '\n' + repeat(' ', ctx.indentationLvl));
-      } else if (value instanceof RegExp) {
+      } else if (isRegExp(value)) {
         base = regexpToString(value);
         if (keys.length === 0) return base;
-      } else if (value instanceof Date) {
+      } else if (isDate(value)) {
         const t = dateGetTime(value);
         base = t === t ? dateToISOString(value) : 'Invalid Date';
         if (keys.length === 0) return base;
-      } else if (value instanceof ArrayBuffer) {
+      } else if (brand(arrayBufferByteLength, value)) {
         base = `ArrayBuffer { byteLength: ${arrayBufferByteLength(value)} }`;
         if (keys.length === 0) return base;
       } else if (value instanceof Promise) {
@@ -272,10 +316,9 @@
         base = '';
         keys = keysOf(value, false);
         if (keys.length === 0) return `${braces[0]} <pending or settled> }`;
-      } else if (value instanceof WeakMap || value instanceof WeakSet) {
+      } else if (isWeak(value)) {
         return `${ctor || 'WeakMap'} { <items unknown> }`;
-      } else if (value instanceof Number || value instanceof String || value instanceof Boolean ||
-                 value instanceof BigInt || value instanceof Symbol) {
+      } else if (isBoxed(value)) {
         base = boxedBase(value);
         if (keys.length === 0) return base;
       } else {
@@ -315,11 +358,16 @@
     return reduceToSingleString(ctx, output, base, braces, extrasType, recurseTimes, value);
   }
 
+  function isBoxed(value) {
+    return brand(numberValueOf, value) || brand(stringValueOf, value) || brand(booleanValueOf, value) ||
+      brand(bigintValueOf, value) || brand(symbolValueOf, value);
+  }
+
   function boxedBase(value) {
-    if (value instanceof Number) return `[Number: ${formatNumber(numberValueOf(value))}]`;
-    if (value instanceof String) return `[String: ${quote(stringValueOf(value))}]`;
-    if (value instanceof Boolean) return `[Boolean: ${booleanValueOf(value)}]`;
-    if (value instanceof BigInt) return `[BigInt: ${bigintValueOf(value)}n]`;
+    if (brand(numberValueOf, value)) return `[Number: ${formatNumber(numberValueOf(value))}]`;
+    if (brand(stringValueOf, value)) return `[String: ${quote(stringValueOf(value))}]`;
+    if (brand(booleanValueOf, value)) return `[Boolean: ${booleanValueOf(value)}]`;
+    if (brand(bigintValueOf, value)) return `[BigInt: ${bigintValueOf(value)}n]`;
     return `[Symbol: ${symbolToString(symbolValueOf(value))}]`;
   }
 
@@ -608,6 +656,11 @@
     delay = NumberCtor(delay);
     // As in node: anything that is not a delay from 1 ms to 2^31-1 ms is 1 ms.
     if (!(delay >= 1 && delay <= 2147483647)) delay = 1;
+    // Every armed timer holds host memory outside the guest's memory limit.
+    if (mapSize(timers) >= maxPendingTimers) {
+      throw new RangeErrorCtor(`too many pending timers: capsule allows ${maxPendingTimers} at once; ` +
+        'clear timers (clearTimeout, clearInterval) or let them fire before setting more');
+    }
     const id = ++lastTimerId;
     mapSet(timers, id, { callback, args, delay, repeating });
     hostSchedule(id, delay);
@@ -652,35 +705,132 @@
 
   // ---- what Run calls.
 
+  // The result is rendered without calling the value's own code where
+  // JavaScript allows it: no toJSON, no getter, no valueOf or toString,
+  // no `then`. Only a Proxy's traps cannot be told apart from ordinary
+  // property access; whatever they (or anything else) throw while rendering
+  // is caught, so rendering never fails the run.
+
+  const notJSON = {}; // thrown when JSON cannot show a value as it is
+  // ownData returns the value of value's own data property key, or throws
+  // notJSON for an accessor (JSON.stringify would call its getter).
+  function ownData(value, key) {
+    const desc = getOwnPropertyDescriptor(value, key);
+    if (desc === undefined) return undefined;
+    if (!hasOwn(desc, 'value')) throw notJSON;
+    return desc.value;
+  }
+
+  // dataOf copies value's data into fresh objects that JSON.stringify can
+  // serialise without reaching any user code: primitives stay, a Date
+  // becomes its ISO string, a boxed primitive its primitive, what JSON
+  // leaves out (undefined, functions, symbols) becomes undefined, and
+  // objects and arrays become null-prototype copies of their own enumerable
+  // data properties, so that no toJSON can be found on them. It throws
+  // notJSON for what JSON.stringify would throw on (cycles, BigInt) or
+  // could only show by running the value's code (accessors). The native
+  // JSON.stringify then does the text, which is many times faster than
+  // building it here.
+  // itemOf is dataOf of value's own data property key; primitives, most
+  // items, are handled here without the call.
+  function itemOf(value, key, stack) {
+    const desc = getOwnPropertyDescriptor(value, key);
+    if (desc === undefined) return undefined;
+    if (!hasOwn(desc, 'value')) throw notJSON;
+    const item = desc.value;
+    switch (typeof item) {
+      case 'string': case 'number': case 'boolean': return item;
+      case 'undefined': case 'function': case 'symbol': return undefined;
+      default: return dataOf(item, stack);
+    }
+  }
+
+  function dataOf(value, stack) {
+    switch (typeof value) {
+      case 'string': case 'number': case 'boolean': return value;
+      case 'bigint': throw notJSON;
+      case 'undefined': case 'function': case 'symbol': return undefined;
+      default: break;
+    }
+    if (value === null) return null;
+    if (includes(stack, value)) throw notJSON;
+    const proto = getPrototypeOf(value);
+    if (proto !== ObjectProto && proto !== ArrayProto && proto !== null) {
+      if (isDate(value)) {
+        const t = dateGetTime(value);
+        return t === t ? dateToISOString(value) : null;
+      }
+      if (brand(numberValueOf, value)) return numberValueOf(value);
+      if (brand(stringValueOf, value)) return stringValueOf(value);
+      if (brand(booleanValueOf, value)) return booleanValueOf(value);
+      if (brand(bigintValueOf, value)) throw notJSON;
+    }
+    push(stack, value);
+    let copy;
+    if (isArray(value)) {
+      const length = ownData(value, 'length');
+      copy = setPrototypeOf([], null);
+      for (let i = 0; i < length; i++) copy[i] = itemOf(value, i, stack);
+    } else {
+      copy = { __proto__: null };
+      const keys = objectKeys(value);
+      for (let i = 0; i < keys.length; i++) copy[keys[i]] = itemOf(value, keys[i], stack);
+    }
+    pop(stack);
+    return copy;
+  }
+
   // render returns the result as JSON text, or '' for no result (undefined).
-  // JSON-serialisable values come back as themselves; BigInt, symbols,
-  // functions, non-finite numbers and objects JSON cannot represent (Map,
-  // Set, errors, cyclic or BigInt-holding objects) as a JSON string of their
-  // inspect form: 123n, Symbol(x), [Function: f], Map(1) { 'a' => 1 }.
+  // Data JSON can hold comes back as JSON.stringify would give it, except
+  // that toJSON is not called (a Date gives its ISO string). Anything else
+  // comes back as a JSON string of its inspect form, as console.log shows
+  // it: BigInt (123n), symbols, functions, non-finite numbers ("NaN"), Map,
+  // Set, WeakMap, WeakSet, errors, regular expressions, and objects that
+  // are cyclic, hold a BigInt, or have a getter. (A promise never gets
+  // here: the host waits for it, or renders it with renderPromise.)
   function render(value) {
+    try {
+      return renderValue(value);
+    } catch {
+      try {
+        return jsonStringify(inspect(value));
+      } catch {
+        return jsonStringify(`[${typeof value} that cannot be shown: rendering it threw]`);
+      }
+    }
+  }
+
+  function renderValue(value) {
     switch (typeof value) {
       case 'undefined':
         return '';
-      case 'bigint':
-      case 'symbol':
-      case 'function':
-        return jsonStringify(inspect(value));
       case 'number':
         return NumberIsFinite(value) ? jsonStringify(value) : jsonStringify(StringCtor(value));
-      case 'object':
-        if (value !== null && (value instanceof MapCtor || value instanceof SetCtor || value instanceof ErrorCtor ||
-            value instanceof RegExp || value instanceof Promise || value instanceof WeakMap || value instanceof WeakSet)) {
-          return jsonStringify(inspect(value));
-        }
-        break;
+      case 'bigint': case 'symbol': case 'function':
+        return jsonStringify(inspect(value));
       default:
         break;
     }
+    if (value !== null && typeof value === 'object' &&
+        (isMap(value) || isSet(value) || isWeak(value) || isRegExp(value) || errorIsError(value))) {
+      return jsonStringify(inspect(value));
+    }
     try {
-      const json = jsonStringify(value);
+      const json = jsonStringify(dataOf(value, []));
       if (json !== undefined) return json;
-    } catch { /* cyclic, or holds a BigInt: fall through */ }
+    } catch (e) {
+      if (e !== notJSON) throw e;
+    }
     return jsonStringify(inspect(value));
+  }
+
+  // renderPromise renders a promise the code left unawaited, given the
+  // state the host found it in (0 pending, 2 rejected) and its reason.
+  function renderPromise(state, reason) {
+    if (state !== 2) return jsonStringify('Promise { <pending> }');
+    let shown;
+    try { shown = inspect(reason); } catch { shown = `[${typeof reason}]`; }
+    return jsonStringify(`Promise { <rejected> ${shown} }`);
   }
 
   // describe returns {type, message, traceback} as JSON for a thrown value.
@@ -702,21 +852,17 @@
   }
 
   // unwrap takes the {value} object of an async script evaluation and
-  // returns the value, or a promise for it when it is a thenable (the host
-  // awaits that promise, as the result of the code).
+  // returns the value, reading only an own data property (the engine made
+  // the object, but a setter on Object.prototype.value could have kept the
+  // value from landing on it).
   function unwrap(wrapper) {
-    const value = wrapper.value;
-    if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
-      let then;
-      try { then = value.then; } catch (e) { return Promise.reject(e); }
-      if (typeof then === 'function') return promiseResolve(value);
-    }
-    return value;
+    const desc = getOwnPropertyDescriptor(wrapper, 'value');
+    return desc !== undefined && hasOwn(desc, 'value') ? desc.value : undefined;
   }
 
   function setInputs(json) {
     defineProperty(globalThis, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
   }
 
-  return { fire, render, describe, unwrap, setInputs, inspect, format };
+  return { fire, render, renderPromise, describe, unwrap, setInputs, inspect, format };
 })

@@ -5,57 +5,75 @@ import (
 	"time"
 )
 
-// timerQueue holds the due times of the guest's timers; their callbacks stay
-// in the guest (prelude.js). Cancelled and re-armed timers leave stale heap
-// entries behind, recognised by their sequence number.
+// maxPendingTimers bounds the timers a run may have armed at once. The
+// callbacks live in the guest, whose memory the limit caps, but every armed
+// timer also costs a heap entry here, in the worker's Go memory, which it
+// does not; so prelude.js refuses the timer beyond this one with a
+// RangeError that names the bound (and the README states it). A timer stops
+// counting when it fires (unless it repeats) or is cleared.
+const maxPendingTimers = 100_000
+
+// timerQueue holds the due times of the guest's armed timers; their
+// callbacks stay in the guest (prelude.js). Every armed timer has exactly one
+// entry, found through byID: clearing or firing a timer removes its entry at
+// once, so the queue never holds more than the armed timers.
 type timerQueue struct {
 	entries timerHeap
-	live    map[float64]uint64 // timer id -> sequence number of its entry
+	byID    map[float64]*timerEntry
 	seq     uint64
 }
 
 type timerEntry struct {
-	due time.Time
-	seq uint64
-	id  float64
+	due   time.Time
+	seq   uint64 // arming order, for timers due at the same moment
+	id    float64
+	index int // position in entries
 }
 
+// schedule arms timer id for due, re-arming it if it is armed already (an
+// interval that fires re-arms itself).
 func (q *timerQueue) schedule(id float64, due time.Time) {
-	if q.live == nil {
-		q.live = map[float64]uint64{}
+	if q.byID == nil {
+		q.byID = map[float64]*timerEntry{}
 	}
 	q.seq++
-	q.live[id] = q.seq
-	heap.Push(&q.entries, timerEntry{due: due, seq: q.seq, id: id})
+	if t, ok := q.byID[id]; ok {
+		t.due, t.seq = due, q.seq
+		heap.Fix(&q.entries, t.index)
+		return
+	}
+	t := &timerEntry{due: due, seq: q.seq, id: id}
+	q.byID[id] = t
+	heap.Push(&q.entries, t)
 }
 
+// cancel disarms timer id; an id that is not armed is ignored.
 func (q *timerQueue) cancel(id float64) {
-	delete(q.live, id)
+	if t, ok := q.byID[id]; ok {
+		heap.Remove(&q.entries, t.index)
+		delete(q.byID, id)
+	}
 }
 
-// next returns the earliest live timer without removing it.
+// pending is the number of armed timers.
+func (q *timerQueue) pending() int { return len(q.entries) }
+
+// next returns the earliest armed timer without removing it.
 func (q *timerQueue) next() (timerEntry, bool) {
-	for len(q.entries) > 0 {
-		t := q.entries[0]
-		if seq, ok := q.live[t.id]; ok && seq == t.seq {
-			return t, true
-		}
-		heap.Pop(&q.entries)
+	if len(q.entries) == 0 {
+		return timerEntry{}, false
 	}
-	return timerEntry{}, false
+	return *q.entries[0], true
 }
 
-// take removes t, which next returned, as it fires.
+// take disarms t, which next returned, as it fires.
 func (q *timerQueue) take(t timerEntry) {
-	heap.Pop(&q.entries)
-	if q.live[t.id] == t.seq {
-		delete(q.live, t.id)
-	}
+	q.cancel(t.id)
 }
 
 // timerHeap orders by due time, then by arming order, so that timers due at
 // the same moment fire in the order they were set, as in node.
-type timerHeap []timerEntry
+type timerHeap []*timerEntry
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
@@ -64,11 +82,19 @@ func (h timerHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timerEntry)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
 func (h *timerHeap) Pop() any {
 	old := *h
 	t := old[len(old)-1]
+	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return t
 }
