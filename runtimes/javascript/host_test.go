@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"capsule/runtimes"
+	"capsule/runtimes/internal/runtimetest"
 )
 
 var (
@@ -19,12 +20,14 @@ var (
 const testLimit = 256 << 20
 
 // testEngine is one engine shared by the package's tests: compiling takes
-// a quarter of a second.
+// a quarter of a second. Like workers' engines, it starts every instance
+// from an interpreter snapshot (TestColdStart covers the start-up that
+// makes one).
 func testEngine(t testing.TB) *engine {
 	t.Helper()
 	engineOnce.Do(func() {
 		var e runtimes.Engine
-		e, engineErr = Compile(context.Background(), runtimes.Config{MemoryLimitBytes: testLimit})
+		e, engineErr = runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: testLimit})
 		if engineErr == nil {
 			engineVal = e.(*engine)
 		}

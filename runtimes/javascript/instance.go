@@ -110,7 +110,7 @@ type instance struct {
 	rt, jsctx uint32 // JSRuntime*, JSContext*
 	scratch   uint32
 	prelude   uint32 // JSValue*: the object prelude.js returns
-	methods   struct{ fire, render, renderPromise, describe, unwrap, setInputs uint32 }
+	methods   preludeMethods
 	timers    timerQueue
 
 	// fixedClock, when not zero, is what the realtime clock reads (ns).
@@ -228,27 +228,27 @@ func (in *instance) restore() error {
 	return nil
 }
 
+// preludeMethods are the functions of the object prelude.js returns that
+// the host calls (JSValue*s).
+type preludeMethods struct {
+	Fire, Render, RenderPromise, Describe, Unwrap, SetInputs uint32
+}
+
 // startState is what the Go side keeps of QuickJS's start-up: guest
 // pointers, saved with the snapshot and set again after a restore.
 type startState struct {
-	RT, Ctx, Scratch, Prelude                 uint32
-	Fire, Render, Describe, Unwrap, SetInputs uint32
+	RT, Ctx, Scratch, Prelude uint32
+	Methods                   preludeMethods
 	// RandomState is the address of the context's Math.random state.
 	RandomState uint32
 }
 
 func (in *instance) startState() startState {
-	return startState{
-		RT: in.rt, Ctx: in.jsctx, Scratch: in.scratch, Prelude: in.prelude,
-		Fire: in.methods.fire, Render: in.methods.render, Describe: in.methods.describe,
-		Unwrap: in.methods.unwrap, SetInputs: in.methods.setInputs,
-	}
+	return startState{RT: in.rt, Ctx: in.jsctx, Scratch: in.scratch, Prelude: in.prelude, Methods: in.methods}
 }
 
 func (in *instance) loadStartState(st startState) {
-	in.rt, in.jsctx, in.scratch, in.prelude = st.RT, st.Ctx, st.Scratch, st.Prelude
-	in.methods.fire, in.methods.render, in.methods.describe = st.Fire, st.Render, st.Describe
-	in.methods.unwrap, in.methods.setInputs = st.Unwrap, st.SetInputs
+	in.rt, in.jsctx, in.scratch, in.prelude, in.methods = st.RT, st.Ctx, st.Scratch, st.Prelude, st.Methods
 }
 
 // snapshotClock is the instant the realtime clock reads while a snapshot's
@@ -312,12 +312,12 @@ func (in *instance) start() {
 	in.freeValue(host)
 	in.freeValue(fn)
 	in.prelude = obj
-	in.methods.fire = in.getProp(obj, "fire")
-	in.methods.render = in.getProp(obj, "render")
-	in.methods.renderPromise = in.getProp(obj, "renderPromise")
-	in.methods.describe = in.getProp(obj, "describe")
-	in.methods.unwrap = in.getProp(obj, "unwrap")
-	in.methods.setInputs = in.getProp(obj, "setInputs")
+	in.methods.Fire = in.getProp(obj, "fire")
+	in.methods.Render = in.getProp(obj, "render")
+	in.methods.RenderPromise = in.getProp(obj, "renderPromise")
+	in.methods.Describe = in.getProp(obj, "describe")
+	in.methods.Unwrap = in.getProp(obj, "unwrap")
+	in.methods.SetInputs = in.getProp(obj, "setInputs")
 }
 
 // Close discards the module instance and its memory.
@@ -361,7 +361,7 @@ func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runt
 			return &runtimes.ErrorInfo{Type: "InputError", Message: "inputs is not valid JSON"}
 		}
 		s := in.newString(string(req.Inputs))
-		_, exc := in.callJS(in.methods.setInputs, in.prelude, s)
+		_, exc := in.callJS(in.methods.SetInputs, in.prelude, s)
 		in.freeValue(s)
 		if exc != 0 {
 			return in.describe(exc)
@@ -379,7 +379,7 @@ func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runt
 		if errInfo != nil || wrapper == 0 {
 			return errInfo
 		}
-		if value, exc = in.callJS(in.methods.unwrap, in.prelude, wrapper); exc != 0 {
+		if value, exc = in.callJS(in.methods.Unwrap, in.prelude, wrapper); exc != 0 {
 			return in.describe(exc)
 		}
 	}
@@ -446,7 +446,7 @@ func (in *instance) loop(p uint32) (exc uint32, stopped bool) {
 		}
 		in.timers.take(t)
 		id := in.newFloat64(t.id)
-		_, exc := in.callJS(in.methods.fire, in.prelude, id)
+		_, exc := in.callJS(in.methods.Fire, in.prelude, id)
 		in.freeValue(id)
 		if exc != 0 {
 			return exc, in.interrupted
@@ -534,7 +534,7 @@ func roundDuration(d time.Duration) time.Duration {
 // falls back to the value's string form.
 func (in *instance) describe(exc uint32) *runtimes.ErrorInfo {
 	if !in.interrupted {
-		if d, e := in.callJS(in.methods.describe, in.prelude, exc); e == 0 {
+		if d, e := in.callJS(in.methods.Describe, in.prelude, exc); e == 0 {
 			var info runtimes.ErrorInfo
 			if json.Unmarshal([]byte(in.stringOf(d)), &info) == nil {
 				return &info

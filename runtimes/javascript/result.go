@@ -25,7 +25,7 @@ import "capsule/runtimes"
 // The deadline passing while it waits is left to Run's outcome.
 func (in *instance) lastValue(v uint32) (string, *runtimes.ErrorInfo) {
 	if in.promiseState(v) == promiseNone {
-		return in.render(in.methods.render, v)
+		return in.render(in.methods.Render, v)
 	}
 	exc, stopped := in.loop(v)
 	switch {
@@ -39,15 +39,15 @@ func (in *instance) lastValue(v uint32) (string, *runtimes.ErrorInfo) {
 	defer in.freeValue(stateValue)
 	switch state {
 	case promiseFulfilled:
-		return in.render(in.methods.render, in.call(in.fn.promiseResult, in.jsctx, v))
+		return in.render(in.methods.Render, in.call(in.fn.promiseResult, in.jsctx, v))
 	case promiseRejected:
 		reason := in.call(in.fn.promiseResult, in.jsctx, v)
 		if handled, _ := in.promiseHandled(v, state); !handled {
 			return "", in.describe(reason)
 		}
-		return in.render(in.methods.renderPromise, stateValue, reason)
+		return in.render(in.methods.RenderPromise, stateValue, reason)
 	default:
-		return in.render(in.methods.renderPromise, stateValue)
+		return in.render(in.methods.RenderPromise, stateValue)
 	}
 }
 

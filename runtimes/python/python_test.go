@@ -18,7 +18,9 @@ import (
 )
 
 // Engines are compiled once per limit and shared: a cold compile takes
-// seconds, and the file cache makes the second one cheap.
+// seconds, and the file cache makes the second one cheap. Like workers, they
+// start every instance from an interpreter snapshot (TestColdStart covers
+// the start-up that makes one).
 var (
 	enginesMu sync.Mutex
 	engines   = map[uint64]runtimes.Engine{}
@@ -46,7 +48,7 @@ func engineWithLimit(tb testing.TB, limit uint64) runtimes.Engine {
 	if e, ok := engines[limit]; ok {
 		return e
 	}
-	e, err := Compile(context.Background(), runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir})
+	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}

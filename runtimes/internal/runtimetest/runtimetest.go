@@ -3,6 +3,7 @@ package runtimetest
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"capsule/runtimes"
@@ -23,4 +24,33 @@ func BenchmarkRun(b *testing.B, e runtimes.Engine, code, want string) {
 		}
 		_ = inst.Close(ctx)
 	}
+}
+
+// Compiler is a runtime's Compile function.
+type Compiler func(context.Context, runtimes.Config) (runtimes.Engine, error)
+
+// Restored compiles an engine that starts every instance from an
+// interpreter snapshot, as workers do: a first engine, started cold, writes
+// the snapshot to a file that is removed at once (its descriptor keeps it),
+// then the returned engine is compiled with it. Runtime tests use it so
+// that they test what workers run.
+func Restored(compile Compiler, cfg runtimes.Config) (runtimes.Engine, error) {
+	ctx := context.Background()
+	cold, err := compile(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cold.Close(ctx)
+	f, err := os.CreateTemp("", "capsule-snapshot-test-")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	const key = "test"
+	if err := cold.(runtimes.Snapshotter).WriteSnapshot(ctx, f, key); err != nil {
+		f.Close()
+		return nil, err
+	}
+	cfg.Snapshot, cfg.SnapshotKey = f, key
+	return compile(ctx, cfg)
 }
