@@ -2,7 +2,9 @@ package wazero
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
@@ -230,6 +232,9 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 	if err := r.failIfClosed(); err != nil {
 		return nil, err
 	}
+	if image, ok := ctx.Value(expctxkeys.CompiledImageKey{}).([]byte); ok {
+		return r.compileModuleFromImage(ctx, binary, image)
+	}
 
 	internal, err := binaryformat.DecodeModule(binary, r.enabledFeatures,
 		r.memoryLimitPages, r.memoryCapacityFromMax, !r.dwarfDisabled, r.storeCustomSections)
@@ -260,6 +265,68 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 	}
 	internal.AssignModuleID(binary, listeners, r.ensureTermination)
 	if err = r.store.Engine.CompileModule(ctx, internal, listeners, r.ensureTermination); err != nil {
+		return nil, err
+	}
+	if w, ok := ctx.Value(expctxkeys.CompiledImageWriterKey{}).(io.Writer); ok && w != nil {
+		if err = r.writeCompiledImage(internal, binary, w); err != nil {
+			r.store.Engine.DeleteCompiledModule(internal)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// imageEngine returns the engine as a wasm.CompiledImageEngine.
+func (r *runtime) imageEngine() (wasm.CompiledImageEngine, error) {
+	if ie, ok := r.store.Engine.(wasm.CompiledImageEngine); ok {
+		return ie, nil
+	}
+	return nil, errors.New("compiled image: only the compiler supports compiled images: use NewRuntimeConfigCompiler")
+}
+
+func (r *runtime) writeCompiledImage(internal *wasm.Module, binary []byte, w io.Writer) error {
+	ie, err := r.imageEngine()
+	if err != nil {
+		return err
+	}
+	return ie.WriteCompiledImage(internal, binary, r.enabledFeatures, w)
+}
+
+// compileModuleFromImage is CompileModule under experimental.WithCompiledImage.
+// The image vouches that binary was validated and compiled, with the features
+// and settings of this runtime, when it was written, so the binary is neither
+// validated, nor hashed for its ID, nor are its function bodies read.
+func (r *runtime) compileModuleFromImage(ctx context.Context, binary, image []byte) (CompiledModule, error) {
+	ie, err := r.imageEngine()
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Value(expctxkeys.FunctionListenerFactoryKey{}) != nil {
+		return nil, errors.New("compiled image: function listeners need the module compiled with them, not an image")
+	}
+	// Check the image against binary before decoding it: decoding assumes
+	// binary is the validated module that the image was compiled from.
+	id, load, err := ie.OpenCompiledImage(image, binary, r.enabledFeatures, r.ensureTermination)
+	if err != nil {
+		return nil, err
+	}
+	internal, err := binaryformat.DecodeCompiledModule(binary, r.enabledFeatures,
+		r.memoryLimitPages, r.memoryCapacityFromMax, !r.dwarfDisabled, r.storeCustomSections)
+	if err != nil {
+		return nil, err
+	}
+	// The one effect of Module.Validate that instantiation relies on.
+	for i := range internal.TypeSection {
+		internal.TypeSection[i].CacheNumInUint64()
+	}
+	internal.BuildMemoryDefinitions()
+
+	c := &compiledModule{module: internal, compiledEngine: r.store.Engine}
+	if c.typeIDs, err = r.store.GetFunctionTypeIDs(internal.TypeSection); err != nil {
+		return nil, err
+	}
+	internal.ID = id
+	if err = load(internal); err != nil {
 		return nil, err
 	}
 	return c, nil

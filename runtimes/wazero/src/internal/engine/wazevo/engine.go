@@ -108,7 +108,11 @@ type (
 	}
 
 	executables struct {
-		executable         []byte
+		executable []byte
+		// executableInImage is true when executable is part of a compiled
+		// image that the caller mapped and unmaps, so that it must not be
+		// unmapped here.
+		executableInImage  bool
 		entryPreambles     []byte
 		entryPreamblesPtrs []*byte
 	}
@@ -917,7 +921,7 @@ func sharedFunctionsFinalizer(sf *sharedFunctions) {
 }
 
 func executablesFinalizer(exec *executables) {
-	if len(exec.executable) > 0 {
+	if len(exec.executable) > 0 && !exec.executableInImage {
 		if err := platform.MunmapCodeSegment(exec.executable); err != nil {
 			panic(err)
 		}

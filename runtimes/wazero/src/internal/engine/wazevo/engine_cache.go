@@ -56,32 +56,38 @@ func (e *engine) getCompiledModule(module *wasm.Module, listeners []experimental
 	}
 	cm, ok, err = e.getCompiledModuleFromCache(module)
 	if ok {
-		cm.parent = e
-		cm.module = module
-		cm.sharedFunctions = e.sharedFunctions
-		cm.ensureTermination = ensureTermination
-		cm.offsets = wazevoapi.NewModuleContextOffsetData(module, len(listeners) > 0)
-		if len(listeners) > 0 {
-			cm.listeners = listeners
-			cm.listenerBeforeTrampolines = make([]*byte, len(module.TypeSection))
-			cm.listenerAfterTrampolines = make([]*byte, len(module.TypeSection))
-			for i := range module.TypeSection {
-				typ := &module.TypeSection[i]
-				before, after := e.getListenerTrampolineForType(typ)
-				cm.listenerBeforeTrampolines[i] = before
-				cm.listenerAfterTrampolines[i] = after
-			}
-		}
-		e.addCompiledModuleToMemory(module, cm)
-		ssaBuilder := ssa.NewBuilder()
-		machine := newMachine()
-		be := backend.NewCompiler(context.Background(), machine, ssaBuilder)
-		cm.executables.compileEntryPreambles(module, machine, be)
-
-		// Set the finalizer.
-		e.setFinalizer(cm.executables, executablesFinalizer)
+		e.addLoadedModule(module, cm, listeners, ensureTermination)
 	}
 	return
+}
+
+// addLoadedModule completes cm, whose executable and tables were loaded from
+// a cache or an image, for module and adds it to the engine.
+func (e *engine) addLoadedModule(module *wasm.Module, cm *compiledModule, listeners []experimental.FunctionListener, ensureTermination bool) {
+	cm.parent = e
+	cm.module = module
+	cm.sharedFunctions = e.sharedFunctions
+	cm.ensureTermination = ensureTermination
+	cm.offsets = wazevoapi.NewModuleContextOffsetData(module, len(listeners) > 0)
+	if len(listeners) > 0 {
+		cm.listeners = listeners
+		cm.listenerBeforeTrampolines = make([]*byte, len(module.TypeSection))
+		cm.listenerAfterTrampolines = make([]*byte, len(module.TypeSection))
+		for i := range module.TypeSection {
+			typ := &module.TypeSection[i]
+			before, after := e.getListenerTrampolineForType(typ)
+			cm.listenerBeforeTrampolines[i] = before
+			cm.listenerAfterTrampolines[i] = after
+		}
+	}
+	e.addCompiledModuleToMemory(module, cm)
+	ssaBuilder := ssa.NewBuilder()
+	machine := newMachine()
+	be := backend.NewCompiler(context.Background(), machine, ssaBuilder)
+	cm.executables.compileEntryPreambles(module, machine, be)
+
+	// Set the finalizer.
+	e.setFinalizer(cm.executables, executablesFinalizer)
 }
 
 func (e *engine) addCompiledModuleToMemory(m *wasm.Module, cm *compiledModule) *compiledModule {

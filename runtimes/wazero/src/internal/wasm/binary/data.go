@@ -24,7 +24,8 @@ const (
 	dataSegmentPrefixActiveWithMemoryIndex dataSegmentPrefix = 0x2
 )
 
-func decodeDataSegment(r *bytes.Reader, enabledFeatures api.CoreFeatures, ret *wasm.DataSegment) (err error) {
+// decodeDataSegment decodes one data segment; see decodeDataSection on binary.
+func decodeDataSegment(r *bytes.Reader, enabledFeatures api.CoreFeatures, binary []byte, ret *wasm.DataSegment) (err error) {
 	dataSegmentPrefx, _, err := leb128.DecodeUint32(r)
 	if err != nil {
 		err = fmt.Errorf("read data segment prefix: %w", err)
@@ -71,6 +72,15 @@ func decodeDataSegment(r *bytes.Reader, enabledFeatures api.CoreFeatures, ret *w
 		return
 	}
 
+	if binary != nil {
+		start := len(binary) - r.Len()
+		if int64(vs) > int64(r.Len()) {
+			return fmt.Errorf("read bytes for init: %v", io.ErrUnexpectedEOF)
+		}
+		ret.Init = binary[start : start+int(vs) : start+int(vs)]
+		_, _ = r.Seek(int64(vs), io.SeekCurrent)
+		return
+	}
 	ret.Init = make([]byte, vs)
 	if _, err = io.ReadFull(r, ret.Init); err != nil {
 		err = fmt.Errorf("read bytes for init: %v", err)

@@ -23,7 +23,36 @@ func DecodeModule(
 	memoryCapacityFromMax,
 	dwarfEnabled, storeCustomSections bool,
 ) (*wasm.Module, error) {
+	return decodeModule(binary, enabledFeatures, memoryLimitPages, memoryCapacityFromMax, dwarfEnabled, storeCustomSections, false)
+}
+
+// DecodeCompiledModule is like DecodeModule, for a binary whose compiled code
+// is taken from a compiled image, so that the function bodies are never read:
+// the entries of the code section are left empty. The init bytes of data
+// segments are sub-slices of binary, which must therefore stay unmodified.
+func DecodeCompiledModule(
+	binary []byte,
+	enabledFeatures api.CoreFeatures,
+	memoryLimitPages uint32,
+	memoryCapacityFromMax,
+	dwarfEnabled, storeCustomSections bool,
+) (*wasm.Module, error) {
+	return decodeModule(binary, enabledFeatures, memoryLimitPages, memoryCapacityFromMax, dwarfEnabled, storeCustomSections, true)
+}
+
+func decodeModule(
+	binary []byte,
+	enabledFeatures api.CoreFeatures,
+	memoryLimitPages uint32,
+	memoryCapacityFromMax,
+	dwarfEnabled, storeCustomSections, compiled bool,
+) (*wasm.Module, error) {
 	r := bytes.NewReader(binary)
+	// dataBinary lets data segments refer to binary instead of copying it.
+	var dataBinary []byte
+	if compiled {
+		dataBinary = binary
+	}
 
 	// Magic number.
 	buf := make([]byte, 4)
@@ -140,9 +169,13 @@ func DecodeModule(
 		case wasm.SectionIDElement:
 			m.ElementSection, err = decodeElementSection(r, enabledFeatures)
 		case wasm.SectionIDCode:
-			m.CodeSection, err = decodeCodeSection(r)
+			if compiled {
+				m.CodeSection, err = skipCodeSection(r)
+			} else {
+				m.CodeSection, err = decodeCodeSection(r)
+			}
 		case wasm.SectionIDData:
-			m.DataSection, err = decodeDataSection(r, enabledFeatures)
+			m.DataSection, err = decodeDataSection(r, enabledFeatures, dataBinary)
 		case wasm.SectionIDDataCount:
 			if err := enabledFeatures.RequireEnabled(api.CoreFeatureBulkMemoryOperations); err != nil {
 				return nil, fmt.Errorf("data count section not supported as %v", err)

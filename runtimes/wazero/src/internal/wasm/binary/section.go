@@ -259,7 +259,30 @@ func decodeCodeSection(r *bytes.Reader) ([]wasm.Code, error) {
 	return result, nil
 }
 
-func decodeDataSection(r *bytes.Reader, enabledFeatures api.CoreFeatures) ([]wasm.DataSegment, error) {
+// skipCodeSection reads past the code section, returning as many empty
+// entries as it has: the bodies of a module whose compiled code is known are
+// never needed.
+func skipCodeSection(r *bytes.Reader) ([]wasm.Code, error) {
+	vs, _, err := leb128.DecodeUint32(r)
+	if err != nil {
+		return nil, fmt.Errorf("get size of vector: %w", err)
+	}
+	for i := uint32(0); i < vs; i++ {
+		size, _, err := leb128.DecodeUint32(r)
+		if err != nil {
+			return nil, fmt.Errorf("get the size of %d-th code segment: %w", i, err)
+		} else if int64(size) > int64(r.Len()) {
+			return nil, fmt.Errorf("read %d-th code segment: %w", i, io.ErrUnexpectedEOF)
+		}
+		_, _ = r.Seek(int64(size), io.SeekCurrent)
+	}
+	return make([]wasm.Code, vs), nil
+}
+
+// decodeDataSection decodes the data section. If binary is not nil, it is the
+// whole module r reads, and the init bytes of the segments are sub-slices of
+// it instead of copies.
+func decodeDataSection(r *bytes.Reader, enabledFeatures api.CoreFeatures, binary []byte) ([]wasm.DataSegment, error) {
 	vs, _, err := leb128.DecodeUint32(r)
 	if err != nil {
 		return nil, fmt.Errorf("get size of vector: %w", err)
@@ -267,7 +290,7 @@ func decodeDataSection(r *bytes.Reader, enabledFeatures api.CoreFeatures) ([]was
 
 	result := make([]wasm.DataSegment, vs)
 	for i := uint32(0); i < vs; i++ {
-		if err = decodeDataSegment(r, enabledFeatures, &result[i]); err != nil {
+		if err = decodeDataSegment(r, enabledFeatures, binary, &result[i]); err != nil {
 			return nil, fmt.Errorf("read data segment: %w", err)
 		}
 	}
