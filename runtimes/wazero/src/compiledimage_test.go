@@ -169,6 +169,24 @@ func assertExecutableInPlace(t *testing.T, image []byte) {
 	}
 }
 
+// TestCompiledImage_OtherBodies shows that function bodies, the one part of
+// a module taken from the image, are the one part not compared with the
+// binary: the image's code runs, with the rest of the module it was compiled
+// with.
+func TestCompiledImage_OtherBodies(t *testing.T) {
+	ctx := context.Background()
+	config := wazero.NewRuntimeConfigCompiler()
+	image := mapImage(t, writeImage(t, imageTestModule(2), config))
+	r := newImageTestRuntime(t, ctx, config)
+	mod, err := r.InstantiateWithConfig(experimental.WithCompiledImage(ctx, image), imageTestModule(3), wazero.NewModuleConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := mod.ExportedFunction("dispatch").Call(ctx, 1, 5); err != nil || got[0] != 10 {
+		t.Errorf("dispatch(1, 5) = %v, %v; want 10 from the image's code", got, err)
+	}
+}
+
 func TestCompiledImage_FromCompilationCache(t *testing.T) {
 	binary := imageTestModule(2)
 	cache, err := wazero.NewCompilationCacheWithDir(t.TempDir())
@@ -195,6 +213,8 @@ func TestCompiledImage_Refused(t *testing.T) {
 		image[offset] ^= 0xff
 		return mapImage(t, image)
 	}
+	otherData := bytes.Clone(binary)
+	otherData[len(otherData)-1] = 'o' // "hi" becomes "ho"
 	misaligned := make([]byte, len(written)+1)[1:]
 	copy(misaligned, written)
 
@@ -212,7 +232,8 @@ func TestCompiledImage_Refused(t *testing.T) {
 		{name: "other wazero version", image: modified(9), wantErr: "written by wazero"},
 		{name: "other CPU features", image: modified(cpuOffset), wantErr: "CPU features"},
 		{name: "other core features", image: modified(cpuOffset + 8), wantErr: "core features"},
-		{name: "other binary", binary: imageTestModule(3), wantErr: "another wasm binary"},
+		{name: "other binary", binary: otherData, wantErr: "another wasm binary"},
+		{name: "other length", binary: append(bytes.Clone(binary), 0, 0), wantErr: "another wasm binary"},
 		{name: "close on context done", config: config.WithCloseOnContextDone(true), wantErr: "close-on-context-done"},
 		{name: "interpreter", config: wazero.NewRuntimeConfigInterpreter(), wantErr: "only the compiler"},
 		{name: "not page-aligned", image: misaligned, wantErr: "not page-aligned"},

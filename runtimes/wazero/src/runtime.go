@@ -295,7 +295,8 @@ func (r *runtime) writeCompiledImage(internal *wasm.Module, binary []byte, w io.
 // compileModuleFromImage is CompileModule under experimental.WithCompiledImage.
 // The image vouches that binary was validated and compiled, with the features
 // and settings of this runtime, when it was written, so the binary is neither
-// validated, nor hashed for its ID, nor are its function bodies read.
+// validated, nor hashed for its ID, nor are its function bodies read: the
+// image's check of the binary (OpenCompiledImage) covers all the rest of it.
 func (r *runtime) compileModuleFromImage(ctx context.Context, binary, image []byte) (CompiledModule, error) {
 	ie, err := r.imageEngine()
 	if err != nil {

@@ -40,8 +40,11 @@ func WithCompiledImageWriter(ctx context.Context, w io.Writer) context.Context {
 //
 // Because the image records the module's ID and the binary was validated when
 // the image was written, CompileModule does not hash or validate binary, nor
-// copy its function bodies; it checks the binary's length and CRC-32C against
-// the image to refuse an image written for another binary. It fails if the
+// read its function bodies. To refuse an image written for another binary it
+// checks the binary's length and a CRC-32C of all of it but the function
+// bodies: those are the one part of the module taken from the image, so a
+// binary that differs from the image's only in function bodies runs as the
+// module the image was compiled from. It fails if the
 // image is malformed, or was written by another wazero version, for another
 // architecture, CPU features, core features or close-on-context-done setting.
 func WithCompiledImage(ctx context.Context, image []byte) context.Context {

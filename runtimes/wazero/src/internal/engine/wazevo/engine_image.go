@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/internal/engine/wazevo/wazevoapi"
+	"github.com/tetratelabs/wazero/internal/leb128"
 	"github.com/tetratelabs/wazero/internal/platform"
 	"github.com/tetratelabs/wazero/internal/wasm"
 )
@@ -30,7 +31,7 @@ import (
 //	flags            1 byte; bit 0: ensureTermination
 //	module ID        32 bytes (wasm.Module.ID)
 //	binary length    8 bytes
-//	binary CRC-32C   4 bytes
+//	binary digest    4 bytes (binaryDigest)
 //	function count   4 bytes, then an 8-byte executable offset per function
 //	source map       8 bytes count, then pairs of 8-byte wasm binary offset
 //	                 and 8-byte executable offset
@@ -47,6 +48,32 @@ const imageExecutableAlign = 64 << 10
 const imageFlagEnsureTermination = 1
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// binaryDigest returns the CRC-32C of the wasm binary bin, except for the
+// contents of its code section: all of the module that a module loaded from
+// an image takes from its binary. The function bodies are taken from the
+// image instead, so an image always runs with the module it was compiled
+// from, and the bodies, most of a binary, are never read: not even paged in.
+// A binary whose sections cannot be walked is digested whole.
+func binaryDigest(bin []byte) uint32 {
+	pos := min(8, len(bin)) // magic and version
+	crc := crc32.Checksum(bin[:pos], crc32c)
+	for pos < len(bin) {
+		size, n, err := leb128.LoadUint32(bin[pos+1:])
+		contentStart := pos + 1 + int(n)
+		if err != nil || uint64(size) > uint64(len(bin)-contentStart) {
+			break
+		}
+		end := contentStart + int(size)
+		if bin[pos] == wasm.SectionIDCode {
+			crc = crc32.Update(crc, crc32c, bin[pos:contentStart])
+		} else {
+			crc = crc32.Update(crc, crc32c, bin[pos:end])
+		}
+		pos = end
+	}
+	return crc32.Update(crc, crc32c, bin[pos:])
+}
 
 // WriteCompiledImage implements wasm.CompiledImageEngine.
 func (e *engine) WriteCompiledImage(module *wasm.Module, bin []byte, features api.CoreFeatures, w io.Writer) error {
@@ -82,7 +109,7 @@ func (e *engine) WriteCompiledImage(module *wasm.Module, bin []byte, features ap
 	buf.WriteByte(flags)
 	buf.Write(module.ID[:])
 	u64(uint64(len(bin)))
-	u32(crc32.Checksum(bin, crc32c))
+	u32(binaryDigest(bin))
 	u32(uint32(len(cm.functionOffsets)))
 	for _, offset := range cm.functionOffsets {
 		u64(uint64(offset))
@@ -198,7 +225,7 @@ func (e *engine) OpenCompiledImage(image, bin []byte, features api.CoreFeatures,
 	}
 	copy(id[:], r.bytes(len(id)))
 	binLen, binCRC := r.u64(), r.u32()
-	if r.err == nil && (binLen != uint64(len(bin)) || binCRC != crc32.Checksum(bin, crc32c)) {
+	if r.err == nil && (binLen != uint64(len(bin)) || binCRC != binaryDigest(bin)) {
 		return id, nil, errors.New("compiled image: written for another wasm binary")
 	}
 
