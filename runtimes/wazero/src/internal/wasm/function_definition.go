@@ -71,12 +71,15 @@ func (m *Module) buildFunctionDefinitionsOnce() {
 	}
 
 	for codeIndex, typeIndex := range m.FunctionSection {
-		code := &m.CodeSection[codeIndex]
 		idx := importFuncIdx + Index(codeIndex)
 		def := &m.FunctionDefinitionSection[idx]
 		def.index = idx
 		def.Functype = &m.TypeSection[typeIndex]
-		def.goFunc = code.GoFunc
+		// A module loaded from a compiled image has no CodeSection, and no
+		// Go functions.
+		if codeIndex < len(m.CodeSection) {
+			def.goFunc = m.CodeSection[codeIndex].GoFunc
+		}
 	}
 
 	n, nLen := 0, len(functionNames)

@@ -3,6 +3,7 @@ package binary
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -29,8 +30,14 @@ func TestDecodeCompiledModule(t *testing.T) {
 	if len(full.CodeSection[0].Body) != 2 || len(full.CodeSection[0].LocalTypes) != 1 {
 		t.Fatalf("DecodeModule: code %+v", full.CodeSection)
 	}
-	if len(compiled.CodeSection) != 1 || compiled.CodeSection[0].Body != nil || compiled.CodeSection[0].LocalTypes != nil {
-		t.Errorf("DecodeCompiledModule: code %+v, want one empty entry", compiled.CodeSection)
+	if compiled.CodeSection != nil || len(compiled.FunctionSection) != 1 {
+		t.Errorf("DecodeCompiledModule: code %+v, functions %v; want no code, one function", compiled.CodeSection, compiled.FunctionSection)
+	}
+	// The counts of the function and code sections are still compared.
+	noCode := append([]byte{}, binary[:23]...)
+	noCode = append(noCode, 10, 1, 0)
+	if _, err := DecodeCompiledModule(noCode, api.CoreFeaturesV2, 1, false, false, false); err == nil || !strings.Contains(err.Error(), "inconsistent lengths") {
+		t.Errorf("DecodeCompiledModule with 1 function and 0 bodies: got %v", err)
 	}
 	init := compiled.DataSection[0].Init
 	if !bytes.Equal(init, full.DataSection[0].Init) || string(init) != "hi" {

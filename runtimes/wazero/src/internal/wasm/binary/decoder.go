@@ -28,7 +28,7 @@ func DecodeModule(
 
 // DecodeCompiledModule is like DecodeModule, for a binary whose compiled code
 // is taken from a compiled image, so that the function bodies are never read:
-// the entries of the code section are left empty. The init bytes of data
+// Module.CodeSection is left nil. The init bytes of data
 // segments are sub-slices of binary, which must therefore stay unmodified.
 func DecodeCompiledModule(
 	binary []byte,
@@ -53,6 +53,8 @@ func decodeModule(
 	if compiled {
 		dataBinary = binary
 	}
+	// skippedCodeCount is the number of entries of a skipped code section.
+	var skippedCodeCount uint32
 
 	// Magic number.
 	buf := make([]byte, 4)
@@ -170,7 +172,7 @@ func decodeModule(
 			m.ElementSection, err = decodeElementSection(r, enabledFeatures)
 		case wasm.SectionIDCode:
 			if compiled {
-				m.CodeSection, err = skipCodeSection(r)
+				skippedCodeCount, err = skipCodeSection(r)
 			} else {
 				m.CodeSection, err = decodeCodeSection(r)
 			}
@@ -201,6 +203,9 @@ func decodeModule(
 	}
 
 	functionCount, codeCount := m.SectionElementCount(wasm.SectionIDFunction), m.SectionElementCount(wasm.SectionIDCode)
+	if compiled {
+		codeCount = skippedCodeCount
+	}
 	if functionCount != codeCount {
 		return nil, fmt.Errorf("function and code section have inconsistent lengths: %d != %d", functionCount, codeCount)
 	}

@@ -259,24 +259,24 @@ func decodeCodeSection(r *bytes.Reader) ([]wasm.Code, error) {
 	return result, nil
 }
 
-// skipCodeSection reads past the code section, returning as many empty
-// entries as it has: the bodies of a module whose compiled code is known are
-// never needed.
-func skipCodeSection(r *bytes.Reader) ([]wasm.Code, error) {
+// skipCodeSection reads past the code section, returning its number of
+// entries: the bodies of a module whose compiled code is known are never
+// needed.
+func skipCodeSection(r *bytes.Reader) (uint32, error) {
 	vs, _, err := leb128.DecodeUint32(r)
 	if err != nil {
-		return nil, fmt.Errorf("get size of vector: %w", err)
+		return 0, fmt.Errorf("get size of vector: %w", err)
 	}
 	for i := uint32(0); i < vs; i++ {
 		size, _, err := leb128.DecodeUint32(r)
 		if err != nil {
-			return nil, fmt.Errorf("get the size of %d-th code segment: %w", i, err)
+			return 0, fmt.Errorf("get the size of %d-th code segment: %w", i, err)
 		} else if int64(size) > int64(r.Len()) {
-			return nil, fmt.Errorf("read %d-th code segment: %w", i, io.ErrUnexpectedEOF)
+			return 0, fmt.Errorf("read %d-th code segment: %w", i, io.ErrUnexpectedEOF)
 		}
 		_, _ = r.Seek(int64(size), io.SeekCurrent)
 	}
-	return make([]wasm.Code, vs), nil
+	return vs, nil
 }
 
 // decodeDataSection decodes the data section. If binary is not nil, it is the
