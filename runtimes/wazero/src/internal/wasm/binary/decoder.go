@@ -172,7 +172,7 @@ func decodeModule(
 			m.ElementSection, err = decodeElementSection(r, enabledFeatures)
 		case wasm.SectionIDCode:
 			if compiled {
-				skippedCodeCount, err = skipCodeSection(r)
+				skippedCodeCount, err = skipCodeSection(r, binary)
 			} else {
 				m.CodeSection, err = decodeCodeSection(r)
 			}

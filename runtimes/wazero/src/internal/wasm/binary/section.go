@@ -261,21 +261,27 @@ func decodeCodeSection(r *bytes.Reader) ([]wasm.Code, error) {
 
 // skipCodeSection reads past the code section, returning its number of
 // entries: the bodies of a module whose compiled code is known are never
-// needed.
-func skipCodeSection(r *bytes.Reader) (uint32, error) {
-	vs, _, err := leb128.DecodeUint32(r)
+// needed. binary is the whole module r reads; the sizes are read from it
+// directly, which is several times faster than through r.
+func skipCodeSection(r *bytes.Reader, binary []byte) (uint32, error) {
+	pos := len(binary) - r.Len()
+	vs, n, err := leb128.LoadUint32(binary[pos:])
 	if err != nil {
 		return 0, fmt.Errorf("get size of vector: %w", err)
 	}
+	pos += int(n)
 	for i := uint32(0); i < vs; i++ {
-		size, _, err := leb128.DecodeUint32(r)
+		size, n, err := leb128.LoadUint32(binary[pos:])
 		if err != nil {
 			return 0, fmt.Errorf("get the size of %d-th code segment: %w", i, err)
-		} else if int64(size) > int64(r.Len()) {
+		}
+		pos += int(n)
+		if int64(size) > int64(len(binary)-pos) {
 			return 0, fmt.Errorf("read %d-th code segment: %w", i, io.ErrUnexpectedEOF)
 		}
-		_, _ = r.Seek(int64(size), io.SeekCurrent)
+		pos += int(size)
 	}
+	_, _ = r.Seek(int64(pos), io.SeekStart)
 	return vs, nil
 }
 
