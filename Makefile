@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test fuzz bench assets python-wasm javascript-wasm clean
+.PHONY: all build run test wazero-check fuzz bench assets python-wasm javascript-wasm clean
 
 all: build
 
@@ -38,11 +38,16 @@ javascript-wasm:
 	runtimes/javascript/fetch.sh
 	$(PREPARE) -in runtimes/javascript/dist/quickjs.wasm -out runtimes/javascript/dist/quickjs.snap.wasm -data runtimes/javascript/dist/quickjs.data
 
-test: assets
+test: assets wazero-check
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
 	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# runtimes/wazero/src must be wazero v1.12.0 plus the patches in
+# runtimes/wazero/patches, whose own tests run here too.
+wazero-check:
+	GO=$(GO) runtimes/wazero/check.sh
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.

@@ -21,3 +21,6 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
+
+// wazero v1.12.0 plus the patch set in runtimes/wazero/patches (see runtimes/wazero/README.md).
+replace github.com/tetratelabs/wazero => ./runtimes/wazero/src
