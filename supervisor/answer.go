@@ -75,7 +75,7 @@ func (a *Answer) Text() string {
 		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.stderrDropped))
 	}
 	if a.Result != nil {
-		section("[result]", string(a.Result))
+		section("[result]", readableJSON(a.Result))
 	}
 	if a.Error != nil {
 		body := a.Error.Traceback

@@ -35,6 +35,9 @@ func doctor(args []string) int {
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
+	if status, ok := c.validate("doctor"); !ok {
+		return status
+	}
 	layers := hardeningLayers(c.cfg.Isolation)
 	// The runtimes are checked through the real path, hardening included,
 	// but a missing layer must not stop the doctor from reporting.

@@ -39,6 +39,9 @@ func serve(args []string) int {
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
+	if status, ok := c.validate("serve"); !ok {
+		return status
+	}
 	if err := opts.Resolve(c.cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "capsule serve:", err)
 		return exitUsage
@@ -69,7 +72,7 @@ func serve(args []string) int {
 
 	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "memory", c.cfg.Limits.Memory,
+	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "max_timeout", c.cfg.Limits.MaxTimeout, "memory", c.cfg.Limits.Memory,
 		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode,
 		"max_concurrency", c.cfg.MaxConcurrency, "max_queue", c.cfg.MaxQueue)
 	if ln != nil {
