@@ -162,7 +162,13 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 		a.stdoutDropped += d.StdoutDropped
 		a.stderrDropped += d.StderrDropped
 	}
-	if failure != nil {
+	var memErr *memoryLimitError
+	switch {
+	case errors.As(failure, &memErr):
+		limit := runtimes.LimitMemory
+		a.Limit = &limit
+		a.Error = &runtimes.ErrorInfo{Type: "MemoryError", Message: memErr.Error()}
+	case failure != nil:
 		a.Error = &runtimes.ErrorInfo{Type: "WorkerError", Message: failure.Error()}
 	}
 	a.StdoutTruncated = a.stdoutDropped > 0

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,12 @@ type process struct {
 	state      *os.ProcessState
 	killOnce   sync.Once
 	killedByUs bool
+	// memoryKilled is set when the memory watchdog killed the worker.
+	memoryKilled atomic.Bool
+	// memoryLimit is the configured limit, for the answer that names it.
+	memoryLimit Size
+	// cgroup is the worker's own cgroup, or nil.
+	cgroup *workerCgroup
 }
 
 // startProcess starts one worker for language and sends it its Setup frame.
@@ -79,13 +86,14 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}
 	p := &process{
-		cmd:      cmd,
-		language: language,
-		toWorker: toW,
-		fromWkr:  fromR,
-		in:       ipc.NewReader(fromR, s.maxFrame()),
-		out:      ipc.NewWriter(toW),
-		exited:   make(chan struct{}),
+		cmd:         cmd,
+		language:    language,
+		toWorker:    toW,
+		fromWkr:     fromR,
+		in:          ipc.NewReader(fromR, s.maxFrame()),
+		out:         ipc.NewWriter(toW),
+		exited:      make(chan struct{}),
+		memoryLimit: s.cfg.Limits.Memory,
 	}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -93,6 +101,12 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		errR.Close()
 		close(stderrDone)
 	}()
+	if s.cgroups != nil {
+		// Before Setup: the worker reads no code until after it.
+		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid); err != nil {
+			s.log.Warn("worker runs without its memory cgroup", "error", err)
+		}
+	}
 	go func() {
 		// Reap as soon as it exits; wait for stderr so the tail is whole.
 		_ = cmd.Wait()
@@ -180,6 +194,9 @@ func (p *process) close() {
 	<-p.exited
 	p.toWorker.Close()
 	p.fromWkr.Close()
+	if p.cgroup != nil {
+		p.cgroup.remove()
+	}
 }
 
 // describeEnd turns an error on the pipe into what happened to the
@@ -193,13 +210,17 @@ func (p *process) describeEnd(err error) error {
 	return err
 }
 
-// exitError waits briefly for the worker to exit and says how it ended.
+// exitError waits briefly for the worker to exit and says how it ended:
+// a *memoryLimitError when an OS memory backstop stopped it.
 func (p *process) exitError() error {
 	select {
 	case <-p.exited:
 	case <-time.After(2 * time.Second):
 		p.kill()
 		<-p.exited
+	}
+	if p.stoppedForMemory() {
+		return &memoryLimitError{limit: p.memoryLimit}
 	}
 	return errors.New(exitReason(p.state))
 }
@@ -222,24 +243,42 @@ func exitReason(st *os.ProcessState) string {
 	}
 }
 
-// tailBuffer keeps the last stderrTail bytes written to it.
+// tailBuffer keeps the first stderrHead and the last stderrTail bytes
+// written to it: a Go runtime crash says what happened first, then dumps
+// every goroutine, and a panic's own goroutine comes last.
 type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
+	mu      sync.Mutex
+	head    []byte
+	buf     []byte
+	dropped bool
 }
+
+// stderrHead is how much of the start of a worker's stderr is kept.
+const stderrHead = 1 << 10
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(p)
+	if room := stderrHead - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > stderrTail {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
+		t.dropped = true
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
+	sep := ""
+	if t.dropped {
+		sep = "\n[...]\n"
+	}
+	return string(bytes.TrimSpace([]byte(string(t.head) + sep + string(t.buf))))
 }

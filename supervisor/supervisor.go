@@ -56,6 +56,10 @@ type Supervisor struct {
 	stop     context.CancelFunc
 	// reaping counts used workers still being reaped.
 	reaping sync.WaitGroup
+	// cgroups gives each worker a memory cgroup of its own, or is nil;
+	// cgroupState says which and why.
+	cgroups     *cgroups
+	cgroupState CgroupState
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -82,6 +86,14 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		drained:    make(chan struct{}),
 	}
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	if dir, err := ownCgroup(); err != nil {
+		s.cgroupState = CgroupState{Reason: err.Error()}
+	} else {
+		s.cgroups, s.cgroupState = setupCgroups(dir, cfg.Limits.Memory)
+	}
+	if s.cgroups == nil {
+		log.Debug("workers get no memory cgroup of their own; the data rlimit and the RSS watchdog bound them", "reason", s.cgroupState.Reason)
+	}
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
@@ -118,6 +130,9 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	s.Close()
 	return err
 }
+
+// Cgroup says whether each worker gets a memory cgroup of its own.
+func (s *Supervisor) Cgroup() CgroupState { return s.cgroupState }
 
 // Ready reports whether the supervisor should be sent calls: each
 // language's first worker has started, so the compilation cache is filled
@@ -316,6 +331,7 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	// cancellation and the shutdown all turned into a read deadline: every
 	// goroutine hand-off on this path costs a wake-up, which in a virtual
 	// machine is a measurable part of a trivial call.
+	defer s.watchMemory(p)()
 	_ = p.fromWkr.SetReadDeadline(time.Now().Add(timeout + killGrace))
 	interrupt := func() { _ = p.fromWkr.SetReadDeadline(time.Now()) }
 	defer context.AfterFunc(ctx, interrupt)()
@@ -325,7 +341,9 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	case err == nil:
 		return col.answer(result, nil)
 	case errors.Is(err, errWorkerEnded):
-		return col.answer(nil, p.exitError())
+		end := p.exitError()
+		s.log.Debug("worker ended without answering", "language", p.language, "how", end, "stderr", p.stderr.String())
+		return col.answer(nil, end)
 	}
 	p.kill() // stopped, or it broke the protocol: nothing more it says counts
 	switch {

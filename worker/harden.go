@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"capsule/ipc"
+	"capsule/runtimes"
 	"capsule/worker/lockdown"
 )
 
@@ -17,6 +18,7 @@ const cpuMargin = 5 * time.Second
 func harden(setup *ipc.Setup) error {
 	_, err := lockdown.Apply(lockdown.Options{
 		CPUTime: time.Duration(setup.MaxTimeoutMS)*time.Millisecond + cpuMargin,
+		Data:    setup.MemoryBytes + runtimes.WorkerDataOverhead,
 	})
 	return err
 }
