@@ -87,7 +87,7 @@ func (o *ServeOptions) RegisterFlags(e *EnvFlags) {
 	e.Var(originsValue{&o.AllowOrigins}, "allow-origin", "CAPSULE_ALLOW_ORIGIN",
 		"also accept HTTP requests from this browser origin, scheme://host[:port] or *; repeatable, comma-separated (loopback origins are always accepted)")
 	e.Var(autoSize{&o.MaxRequestBody}, "max-request-body", "CAPSULE_MAX_REQUEST_BODY",
-		"limit on an HTTP request's body; larger ones get 413")
+		"limit on an HTTP request's body (larger ones get 413) and on a stdio message (larger ones get a JSON-RPC error)")
 	e.Var(autoInt{&o.MaxClientConcurrency}, "max-client-concurrency", "CAPSULE_MAX_CLIENT_CONCURRENCY",
 		"HTTP requests one client (remote IP) may have in flight; more get 429")
 	e.Var(boolValue{&o.TrustProxyHeaders}, "trust-proxy-headers", "CAPSULE_TRUST_PROXY_HEADERS",
