@@ -16,7 +16,7 @@ import (
 )
 
 func TestToolsListed(t *testing.T) {
-	s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--timeout", "20s", "--max-timeout", "90s")
+	s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--timeout", "20s", "--max-timeout", "90s", "--max-code", "64KiB")
 	c := s.client(t, bearer(testToken))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -48,6 +48,27 @@ func TestToolsListed(t *testing.T) {
 			if !strings.Contains(string(props), `"`+p+`"`) {
 				t.Errorf("%s input schema lacks %q", tool.Name, p)
 			}
+		}
+		// The schema states what the server enforces.
+		var in struct {
+			AdditionalProperties *bool `json:"additionalProperties"`
+			Properties           struct {
+				Code struct {
+					MaxLength int `json:"maxLength"`
+				} `json:"code"`
+				Timeout struct {
+					Minimum float64 `json:"minimum"`
+					Maximum float64 `json:"maximum"`
+				} `json:"timeout_seconds"`
+			} `json:"properties"`
+		}
+		inSchema, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(inSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		if in.AdditionalProperties == nil || *in.AdditionalProperties || in.Properties.Code.MaxLength != 64<<10 ||
+			in.Properties.Timeout.Minimum != 0.001 || in.Properties.Timeout.Maximum != 90 {
+			t.Errorf("%s input schema %s: want additionalProperties false, code maxLength 65536, timeout_seconds from 0.001 to 90", tool.Name, inSchema)
 		}
 	}
 	if !names["execute_python"] || !names["execute_javascript"] {
