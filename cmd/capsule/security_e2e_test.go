@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -413,4 +416,61 @@ func TestWorkerFaults(t *testing.T) {
 		}
 	})
 	assertHealthy(t, s, fdsBefore)
+}
+
+// TestWorkerDropsLeakedDescriptors: a descriptor the server's parent leaked
+// without close-on-exec (here /etc/hostname at fd 7, as a shell may leave
+// one) does not reach the guest: the worker closes it before its lockdown.
+func TestWorkerDropsLeakedDescriptors(t *testing.T) {
+	leaked, err := os.Open("/etc/hostname")
+	if err != nil {
+		t.Skipf("no /etc/hostname to leak: %v", err)
+	}
+	defer leaked.Close()
+	var cmd *exec.Cmd
+	stderr := newSyncBuffer()
+	c, err := client.NewStdioMCPClientWithOptions(capsuleBin, nil, append([]string{"serve"}, noPool...),
+		transport.WithCommandStderrWriter(stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd = exec.CommandContext(ctx, command, args...)
+			cmd.Env = serverEnv()
+			// fds 3..6 are /dev/null, fd 7 the leaked file, none close-on-exec.
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return nil, err
+			}
+			cmd.ExtraFiles = []*os.File{null, null, null, null, leaked}
+			return cmd, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{c: c, cmd: cmd, stderr: stderr}
+	if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/7", cmd.Process.Pid)); target != "/etc/hostname" {
+		t.Fatalf("the server's fd 7 is %q: the test did not leak /etc/hostname", target)
+	}
+	settle(t, s)
+	pid, done := runningWorker(t, s, "execute_python", "import time\ntime.sleep(2)")
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range entries {
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		fds = append(fds, e.Name()+"→"+target)
+		if target == "/etc/hostname" {
+			t.Errorf("the worker holds the leaked /etc/hostname at fd %s", e.Name())
+		}
+	}
+	t.Logf("worker descriptors: %v", fds)
+	<-done
 }
