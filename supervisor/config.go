@@ -76,8 +76,19 @@ func DefaultConfig() Config {
 		CacheDir:       DefaultCacheDir(),
 		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
 		PoolIdle:       time.Minute,
-		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID},
+		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
+}
+
+// defaultHostID is the host uid and gid workers map to by default: nobody
+// when the supervisor is root, whose own ids would make workers host root
+// outside their namespace; otherwise the supervisor's own (0), the only
+// ids an unprivileged process can map.
+func defaultHostID() int {
+	if os.Geteuid() == 0 {
+		return isolation.DefaultID
+	}
+	return 0
 }
 
 // DefaultCacheDir is the compilation cache under the user's cache directory,
@@ -208,6 +219,10 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "ready JavaScript workers kept waiting; 0 disables the pool")
 	e.Var(intValue{&c.Isolation.UID, 1}, "worker-uid", "CAPSULE_WORKER_UID", "unprivileged uid of a worker inside its user namespace")
 	e.Var(intValue{&c.Isolation.GID, 1}, "worker-gid", "CAPSULE_WORKER_GID", "unprivileged gid of a worker inside its user namespace")
+	e.Var(intValue{&c.Isolation.HostUID, 0}, "worker-host-uid", "CAPSULE_WORKER_HOST_UID",
+		"host uid a worker's uid maps to; needs root to differ from the server's own (0: the server's own uid)")
+	e.Var(intValue{&c.Isolation.HostGID, 0}, "worker-host-gid", "CAPSULE_WORKER_HOST_GID",
+		"host gid a worker's gid maps to; needs root to differ from the server's own (0: the server's own gid)")
 	e.Var(boolValue{&c.RequireHardening}, "require-hardening", "CAPSULE_REQUIRE_HARDENING", "refuse to start when any OS hardening layer is unavailable")
 	e.Var(durationValue{&c.PoolIdle}, "pool-idle", "CAPSULE_POOL_IDLE", "how long a ready worker waits before it is recycled")
 }
@@ -234,6 +249,14 @@ func (c *Config) validate() error {
 				c.Limits.MaxTimeout, c.Limits.Timeout)
 		}
 		c.Limits.MaxTimeout = c.Limits.Timeout
+	}
+	if os.Geteuid() != 0 {
+		if h := c.Isolation.HostUID; h != 0 && h != os.Getuid() {
+			return fmt.Errorf("worker-host-uid %d: only root can map workers to another host uid than its own (%d)", h, os.Getuid())
+		}
+		if h := c.Isolation.HostGID; h != 0 && h != os.Getgid() {
+			return fmt.Errorf("worker-host-gid %d: only root can map workers to another host gid than its own (%d)", h, os.Getgid())
+		}
 	}
 	if c.Limits.Memory < 1<<20 {
 		return fmt.Errorf("memory limit %s is too small: want at least 1MiB", c.Limits.Memory)

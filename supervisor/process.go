@@ -64,13 +64,19 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		fromW.Close()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
+	files := []*os.File{toR, fromW} // become fds 3 and 4
+	cacheDir := ""
+	if s.cacheDir != nil {
+		files = append(files, s.cacheDir) // fdCacheDir
+		cacheDir = workerCacheDir
+	}
 	cmd := &exec.Cmd{
 		Path:        s.executable,
 		Args:        []string{"capsule", "worker"},
 		Env:         []string{}, // nothing of the host's environment
 		Dir:         "/",
 		Stderr:      errW,
-		ExtraFiles:  []*os.File{toR, fromW}, // become fds 3 and 4
+		ExtraFiles:  files,
 		SysProcAttr: s.sysProcAttr(),
 	}
 	err = s.spawner.Start(cmd)
@@ -120,7 +126,7 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		MemoryBytes:  uint64(s.cfg.Limits.Memory),
 		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
 		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
-		CacheDir:     s.cfg.CacheDir,
+		CacheDir:     cacheDir,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

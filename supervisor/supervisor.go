@@ -60,6 +60,9 @@ type Supervisor struct {
 	// cgroupState says which and why.
 	cgroups     *cgroups
 	cgroupState CgroupState
+	// cacheDir is the compilation cache every worker gets as fdCacheDir,
+	// or nil.
+	cacheDir *os.File
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -68,13 +71,15 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.CacheDir != "" {
-		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("creating compilation cache %s: %w", cfg.CacheDir, err)
-		}
-	}
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
+	}
+	var cacheDir *os.File
+	if cfg.CacheDir != "" {
+		var err error
+		if cacheDir, err = openCacheDir(cfg.CacheDir, cfg.Isolation); err != nil {
+			return nil, err
+		}
 	}
 	s := &Supervisor{
 		cfg:        cfg,
@@ -84,6 +89,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		spawner:    isolation.NewSpawner(),
 		pools:      map[string]*pool{},
 		drained:    make(chan struct{}),
+		cacheDir:   cacheDir,
 	}
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	if dir, err := ownCgroup(); err != nil {
@@ -181,6 +187,9 @@ func (s *Supervisor) Close() {
 	}
 	s.reaping.Wait()
 	s.spawner.Close()
+	if s.cacheDir != nil {
+		s.cacheDir.Close()
+	}
 }
 
 // checkHardening logs one warning naming the OS hardening layers this
@@ -189,16 +198,38 @@ func checkHardening(cfg Config, log hclog.Logger) error {
 	_, iso := isolation.SysProcAttr(cfg.Isolation)
 	lock := lockdown.Probe()
 	missing := append(iso.Missing(), lock.Missing()...)
+	reasons := iso.String() + "; " + lock.String()
+	if ids := WorkerHostIDs(cfg.Isolation); !ids.Active {
+		missing = append(missing, ids.Name)
+		reasons += "; " + ids.Name + ": " + ids.Reason
+	}
 	if len(missing) == 0 {
 		return nil
 	}
-	reasons := iso.String() + "; " + lock.String()
 	if cfg.RequireHardening {
 		return fmt.Errorf("hardening required but unavailable: %s (%s)", strings.Join(missing, ", "), reasons)
 	}
 	log.Warn("running without some OS hardening layers; --require-hardening makes this fatal",
 		"missing", strings.Join(missing, ", "), "details", reasons)
 	return nil
+}
+
+// LayerHostIDs names the check that workers do not run as host root.
+const LayerHostIDs = "worker_host_ids"
+
+// WorkerHostIDs says which host uid and gid workers run as, and counts it
+// a missing hardening layer when that is root: outside its namespace the
+// worker would then own every root file the kernel lets it reach.
+func WorkerHostIDs(opts isolation.Options) lockdown.Layer {
+	_, iso := isolation.SysProcAttr(opts)
+	userNS, _ := iso.Layer(isolation.LayerUserNS)
+	uid, gid := opts.HostIDs(userNS.Active)
+	l := lockdown.Layer{Name: LayerHostIDs, Active: uid != 0 && gid != 0,
+		Reason: fmt.Sprintf("workers run as host uid %d gid %d", uid, gid)}
+	if !l.Active {
+		l.Reason += ": host root; set --worker-host-uid and --worker-host-gid to an unprivileged pair"
+	}
+	return l
 }
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {

@@ -159,6 +159,11 @@ func TestLiveWorkerIsLockedDown(t *testing.T) {
 			uidMap, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", pid))
 			if f := strings.Fields(string(uidMap)); len(f) != 3 || f[0] != "65534" || f[2] != "1" {
 				t.Errorf("uid_map = %q, want 65534 mapped alone", uidMap)
+			} else if os.Geteuid() == 0 && f[1] == "0" {
+				t.Errorf("uid_map = %q: served as root, the worker is host root", uidMap)
+			}
+			if uid := procStatus(pid, "Uid"); os.Geteuid() == 0 && strings.Fields(uid)[0] == "0" {
+				t.Errorf("Uid = %q: served as root, the worker runs as host root", uid)
 			}
 			if got := procStatus(pid, "NSpid"); !strings.HasSuffix(got, "\t1") && !strings.HasSuffix(got, " 1") {
 				t.Errorf("NSpid = %q, want pid 1 in its own namespace", got)
@@ -233,7 +238,9 @@ func wantError(t *testing.T, st structured) {
 }
 
 func abuseCorpus() []abuse {
-	big := strings.Repeat("x = 1\n", 5<<20/6+1) // over 5 MB
+	// Over the 1MiB code limit, within the 3MiB message limit (a larger
+	// message is refused by the transport: TestStdioOversizedMessage).
+	big := strings.Repeat("x = 1\n", 2<<20/6+1)
 	py := func(name, code string, check func(*testing.T, structured)) abuse {
 		return abuse{name: "python/" + name, tool: "execute_python", code: code, check: check}
 	}
@@ -261,7 +268,7 @@ func abuseCorpus() []abuse {
 		py("deep recursion", "def f(n):\n    return f(n + 1)\nf(0)", wantError),
 		py("stdout flood", "while True:\n    print('y' * 1000)", wantLimit("timeout")),
 		py("stderr flood", "import sys\nfor i in range(10**5):\n    sys.stderr.write('z' * 100)", wantLimit("output")),
-		py("5 MB of code", big, wantLimit("code_size")),
+		py("2 MB of code", big, wantLimit("code_size")),
 		py("NUL byte", "x = 1\x00\n", wantError),
 		py("lone surrogate", "s = '\xed\xa0\x80'\nlen(s)", nil),
 		{name: "python/lone surrogate escape", tool: "execute_python",
@@ -278,7 +285,7 @@ func abuseCorpus() []abuse {
 		js("deep recursion", "const f = n => f(n + 1) + 1; f(0)", wantError),
 		js("stdout flood", "for (;;) console.log('y'.repeat(1000))", wantLimit("timeout")),
 		js("stderr flood", "for (let i = 0; i < 1e5; i++) console.error('z'.repeat(100))", wantLimit("output")),
-		js("5 MB of code", big, wantLimit("code_size")),
+		js("2 MB of code", big, wantLimit("code_size")),
 		js("NUL byte", "let x = 1\x00", wantError),
 		js("lone surrogate", "'\xed\xa0\x80'.length", nil),
 		{name: "javascript/lone surrogate escape", tool: "execute_javascript",
