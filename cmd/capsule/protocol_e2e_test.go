@@ -195,3 +195,38 @@ func cancelRunningCalls(t *testing.T, c *testServer, server int) {
 		})
 	}
 }
+
+// TestResultTextIsReadable: the [result] line of the text content is
+// readable UTF-8, not JSON with <, >, & and non-ASCII escaped.
+func TestResultTextIsReadable(t *testing.T) {
+	s := startServer(t)
+	for _, tc := range []struct{ tool, code string }{
+		{"execute_python", `{"k": "<b>日本</b> & co"}`},
+		{"execute_javascript", `({k: "<b>日本</b> & co"})`},
+	} {
+		res, st := s.call(t, tc.tool, tc.code)
+		if got := text(res); !strings.Contains(got, `{"k":"<b>日本</b> & co"}`) && !strings.Contains(got, `{"k": "<b>日本</b> & co"}`) {
+			t.Errorf("%s: text %q, want the result readable", tc.tool, got)
+		}
+		var v map[string]string
+		if json.Unmarshal(st.Result, &v) != nil || v["k"] != "<b>日本</b> & co" {
+			t.Errorf("%s: structured result %s", tc.tool, st.Result)
+		}
+	}
+	// A timeout that would round to nothing is refused, not replaced by
+	// the default.
+	res, _ := s.callArgs(t, "execute_python", map[string]any{"code": "1", "timeout_seconds": 1e-10})
+	if !res.IsError || !strings.Contains(text(res), "below the smallest timeout") {
+		t.Errorf("timeout_seconds 1e-10: %v %q", res.IsError, text(res))
+	}
+	deep := map[string]any{}
+	for cur, i := deep, 0; i < 1500; i++ {
+		next := map[string]any{}
+		cur["a"] = next
+		cur = next
+	}
+	res, _ = s.callArgs(t, "execute_python", map[string]any{"code": "1", "inputs": deep})
+	if !res.IsError || !strings.Contains(text(res), "nests more than 100 levels") {
+		t.Errorf("inputs 1500 deep: %v %q", res.IsError, text(res))
+	}
+}
