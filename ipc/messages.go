@@ -43,7 +43,7 @@ const (
 // SnapshotFD is the worker's file descriptor of the snapshot image, when
 // Setup names one: a sealed, read-only memfd in ModeRun, a writable one in
 // ModeSnapshot.
-const SnapshotFD = 5
+const SnapshotFD = 6
 
 // Ready says the worker is waiting for its one request.
 type Ready struct {

@@ -76,7 +76,7 @@ func (a *Answer) Text() string {
 		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.stderrDropped))
 	}
 	if a.Result != nil {
-		section("[result]", string(a.Result))
+		section("[result]", readableJSON(a.Result))
 	}
 	if a.Error != nil {
 		body := a.Error.Traceback
@@ -164,7 +164,13 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 		a.stdoutDropped += d.StdoutDropped
 		a.stderrDropped += d.StderrDropped
 	}
-	if failure != nil {
+	var memErr *memoryLimitError
+	switch {
+	case errors.As(failure, &memErr):
+		limit := runtimes.LimitMemory
+		a.Limit = &limit
+		a.Error = &runtimes.ErrorInfo{Type: "MemoryError", Message: memErr.Error()}
+	case failure != nil:
 		a.Error = &runtimes.ErrorInfo{Type: "WorkerError", Message: failure.Error()}
 	}
 	a.StdoutTruncated = a.stdoutDropped > 0

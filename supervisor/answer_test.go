@@ -248,3 +248,72 @@ func TestLimitAnswer(t *testing.T) {
 		t.Fatalf("%+v %q", a, a.Text())
 	}
 }
+
+func TestReadableJSON(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"k":"\u003cb\u003e\u65e5\u672c\u003c/b\u003e \u0026 co"}`, `{"k":"<b>日本</b> & co"}`},
+		{`"\ud83d\ude00"`, `"😀"`},
+		{`"\ud83d"`, `"\ud83d"`},                   // a lone surrogate stays escaped
+		{`"a\"b\\c\n\u0007"`, `"a\"b\\c\n\u0007"`}, // escapes that must stay
+		{`"\u0022\u005c"`, `"\u0022\u005c"`},       // a quote and a backslash stay escaped
+		{`"\\u0041"`, `"\\u0041"`},                 // an escaped backslash, not an escape
+		{`["\u00e9", 1.5e3, null]`, `["é", 1.5e3, null]`},
+		{`"\u00"`, `"\u00"`}, // cut short: copied
+	}
+	for _, tt := range tests {
+		if got := readableJSON([]byte(tt.in)); got != tt.want {
+			t.Errorf("readableJSON(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzReadableJSON checks that the readable form of any JSON value is
+// valid UTF-8 JSON for the same value.
+func FuzzReadableJSON(f *testing.F) {
+	f.Add([]byte(`{"k":"\u003cb\u003e\u65e5 \u0026"}`))
+	f.Add([]byte(`"\ud83d\ude00\ud800"`))
+	f.Add([]byte(`["\\u0041", "\u2028"]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want any
+		if json.Unmarshal(raw, &want) != nil {
+			return
+		}
+		got := readableJSON(raw)
+		var back any
+		if err := json.Unmarshal([]byte(got), &back); err != nil {
+			t.Fatalf("readable form %q of %q is not JSON: %v", got, raw, err)
+		}
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(back)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("readable form %q of %q is %s, want %s", got, raw, b, a)
+		}
+		if utf8.Valid(raw) && !utf8.ValidString(got) {
+			t.Fatalf("readable form %q of valid UTF-8 %q is not", got, raw)
+		}
+	})
+}
+
+func TestParseArgumentsBounds(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxInputsDepth) + `1` + strings.Repeat(`}`, MaxInputsDepth)
+	tooDeep := strings.Repeat(`[`, MaxInputsDepth) + strings.Repeat(`]`, MaxInputsDepth)
+	tests := []struct {
+		name, raw, wantErr string
+	}{
+		{"tiny timeout", `{"code":"1","timeout_seconds":1e-10}`, "below the smallest timeout"},
+		{"smallest timeout", `{"code":"1","timeout_seconds":0.001}`, ""},
+		{"inputs at the depth limit", `{"code":"1","inputs":` + deep[len(`{"a":`):len(deep)-1] + `}`, ""},
+		{"inputs too deep", `{"code":"1","inputs":{"a":` + tooDeep + `}}`, "nests more than 100 levels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseArguments(json.RawMessage(tt.raw))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -61,6 +62,9 @@ type Config struct {
 	// Prewarm starts the pools (and so fills the compilation cache) when
 	// the supervisor starts. One-shot commands such as exec leave it off.
 	Prewarm bool
+	// maxTimeoutGiven records that --max-timeout (or its variable) was
+	// set: a default may follow --timeout up, a given value may not.
+	maxTimeoutGiven bool
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -72,8 +76,19 @@ func DefaultConfig() Config {
 		CacheDir:       DefaultCacheDir(),
 		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
 		PoolIdle:       time.Minute,
-		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID},
+		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
+}
+
+// defaultHostID is the host uid and gid workers map to by default: nobody
+// when the supervisor is root, whose own ids would make workers host root
+// outside their namespace; otherwise the supervisor's own (0), the only
+// ids an unprivileged process can map.
+func defaultHostID() int {
+	if os.Geteuid() == 0 {
+		return isolation.DefaultID
+	}
+	return 0
 }
 
 // DefaultCacheDir is the compilation cache under the user's cache directory,
@@ -193,7 +208,8 @@ func (e *EnvFlags) Parse(args []string) error {
 // variables, on e.
 func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(durationValue{&c.Limits.Timeout}, "timeout", "CAPSULE_TIMEOUT", "wall-clock limit of one execution")
-	e.Var(durationValue{&c.Limits.MaxTimeout}, "max-timeout", "CAPSULE_MAX_TIMEOUT", "the most a call's timeout_seconds may ask for")
+	e.Var(givenValue{durationValue{&c.Limits.MaxTimeout}, &c.maxTimeoutGiven}, "max-timeout", "CAPSULE_MAX_TIMEOUT",
+		"the most a call's timeout_seconds may ask for; not below --timeout (left unset, it rises to --timeout)")
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
@@ -203,15 +219,44 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "ready JavaScript workers kept waiting; 0 disables the pool")
 	e.Var(intValue{&c.Isolation.UID, 1}, "worker-uid", "CAPSULE_WORKER_UID", "unprivileged uid of a worker inside its user namespace")
 	e.Var(intValue{&c.Isolation.GID, 1}, "worker-gid", "CAPSULE_WORKER_GID", "unprivileged gid of a worker inside its user namespace")
+	e.Var(intValue{&c.Isolation.HostUID, 0}, "worker-host-uid", "CAPSULE_WORKER_HOST_UID",
+		"host uid a worker's uid maps to; needs root to differ from the server's own (0: the server's own uid)")
+	e.Var(intValue{&c.Isolation.HostGID, 0}, "worker-host-gid", "CAPSULE_WORKER_HOST_GID",
+		"host gid a worker's gid maps to; needs root to differ from the server's own (0: the server's own gid)")
 	e.Var(boolValue{&c.RequireHardening}, "require-hardening", "CAPSULE_REQUIRE_HARDENING", "refuse to start when any OS hardening layer is unavailable")
 	e.Var(durationValue{&c.PoolIdle}, "pool-idle", "CAPSULE_POOL_IDLE", "how long a ready worker waits before it is recycled")
 }
 
-// Validate checks that the limits make sense together.
+// ErrConfig marks a configuration that cannot work: the commands exit with
+// the usage status on it, not with the failure one.
+var ErrConfig = errors.New("invalid configuration")
+
+// Validate checks that the limits make sense together. An error wraps
+// ErrConfig.
 func (c *Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
 	if c.Limits.MaxTimeout < c.Limits.Timeout {
-		// A default that a call could not even ask for is a mistake.
+		if c.maxTimeoutGiven {
+			// A default timeout that no call could even ask for is a
+			// mistake; silently raising the given maximum hides it.
+			return fmt.Errorf("max-timeout %s is below timeout %s: a call could not even ask for the default; raise --max-timeout or lower --timeout",
+				c.Limits.MaxTimeout, c.Limits.Timeout)
+		}
 		c.Limits.MaxTimeout = c.Limits.Timeout
+	}
+	if os.Geteuid() != 0 {
+		if h := c.Isolation.HostUID; h != 0 && h != os.Getuid() {
+			return fmt.Errorf("worker-host-uid %d: only root can map workers to another host uid than its own (%d)", h, os.Getuid())
+		}
+		if h := c.Isolation.HostGID; h != 0 && h != os.Getgid() {
+			return fmt.Errorf("worker-host-gid %d: only root can map workers to another host gid than its own (%d)", h, os.Getgid())
+		}
 	}
 	if c.Limits.Memory < 1<<20 {
 		return fmt.Errorf("memory limit %s is too small: want at least 1MiB", c.Limits.Memory)
@@ -222,6 +267,27 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrency < 1 {
 		return fmt.Errorf("max-concurrency must be at least 1")
 	}
+	return nil
+}
+
+// givenValue wraps a flag.Value and records that it was set.
+type givenValue struct {
+	flag.Value
+	given *bool
+}
+
+func (v givenValue) String() string {
+	if v.Value == nil {
+		return ""
+	}
+	return v.Value.String()
+}
+
+func (v givenValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	*v.given = true
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -48,6 +49,49 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			}
 			if cfg.Limits != tt.want {
 				t.Fatalf("limits %+v, want %+v", cfg.Limits, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateMaxTimeout(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    time.Duration // MaxTimeout after Validate
+		wantErr string
+	}{
+		{name: "default max", args: nil, want: DefaultLimits.MaxTimeout},
+		{name: "default max follows a longer timeout", args: []string{"--timeout", "5m"}, want: 5 * time.Minute},
+		{name: "given max below timeout is refused", args: []string{"--max-timeout", "3s", "--timeout", "30s"},
+			wantErr: "max-timeout 3s is below timeout 30s"},
+		{name: "given max below default timeout is refused", args: []string{"--max-timeout", "3s"},
+			wantErr: "max-timeout 3s is below timeout 30s"},
+		{name: "given max equal to timeout", args: []string{"--max-timeout", "10s", "--timeout", "10s"}, want: 10 * time.Second},
+		{name: "memory too small", args: []string{"--memory", "1"}, wantErr: "memory limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			cfg := DefaultConfig()
+			e := NewEnvFlags(fs)
+			cfg.RegisterFlags(e)
+			if err := e.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := cfg.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrConfig) {
+					t.Fatalf("err = %v, want ErrConfig with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Limits.MaxTimeout != tt.want {
+				t.Fatalf("max timeout %s, want %s", cfg.Limits.MaxTimeout, tt.want)
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func (o *ServeOptions) RegisterFlags(e *EnvFlags) {
 	e.Var(originsValue{&o.AllowOrigins}, "allow-origin", "CAPSULE_ALLOW_ORIGIN",
 		"also accept HTTP requests from this browser origin, scheme://host[:port] or *; repeatable, comma-separated (loopback origins are always accepted)")
 	e.Var(autoSize{&o.MaxRequestBody}, "max-request-body", "CAPSULE_MAX_REQUEST_BODY",
-		"limit on an HTTP request's body; larger ones get 413")
+		"limit on an HTTP request's body (larger ones get 413) and on a stdio message (larger ones get a JSON-RPC error)")
 	e.Var(autoInt{&o.MaxClientConcurrency}, "max-client-concurrency", "CAPSULE_MAX_CLIENT_CONCURRENCY",
 		"HTTP requests one client (remote IP) may have in flight; more get 429")
 	e.Var(boolValue{&o.TrustProxyHeaders}, "trust-proxy-headers", "CAPSULE_TRUST_PROXY_HEADERS",
@@ -227,14 +227,23 @@ func (o *ServeOptions) handler(mcp http.Handler, ready func() bool, log hclog.Lo
 		want = sha256.Sum256([]byte(o.AuthToken))
 	}
 	limits := &clientLimiter{max: o.MaxClientConcurrency, n: map[string]int{}}
-	mux := http.NewServeMux()
-	mux.Handle(MCPPath, mcp)
+	calls := newCallRegistry()
 	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := o.clientKey(r)
-		if origin := r.Header.Get("Origin"); origin != "" && !o.originAllowed(origin) {
+		origin := r.Header.Get("Origin")
+		if origin != "" && !o.originAllowed(origin) {
 			log.Debug("refused: origin not allowed", "client", client, "origin", origin)
 			writeError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed (see --allow-origin)", origin))
 			return
+		}
+		if origin != "" {
+			allowCORS(w, origin)
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				// A preflight carries no credentials; what it asks is
+				// whether the real request may be sent at all.
+				preflight(w)
+				return
+			}
 		}
 		if o.AuthToken != "" && !tokenMatches(r.Header.Get("Authorization"), &want) {
 			log.Debug("refused: missing or wrong bearer token", "client", client, "path", r.URL.Path)
@@ -250,11 +259,12 @@ func (o *ServeOptions) handler(mcp http.Handler, ready func() bool, log hclog.Lo
 			return
 		}
 		defer limits.release(client)
-		if !o.limitBody(w, r) {
+		body, ok := o.limitBody(w, r)
+		if !ok {
 			log.Debug("refused: request body too large", "client", client, "limit", o.MaxRequestBody)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		calls.serve(mcp, w, r, body)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -266,10 +276,42 @@ func (o *ServeOptions) handler(mcp http.Handler, ready func() bool, log hclog.Lo
 				return
 			}
 			io.WriteString(w, "ready\n")
-		default:
+		case MCPPath:
 			checked.ServeHTTP(w, r)
+		default:
+			// Unknown paths, the OAuth discovery and registration ones
+			// included, are not there: an OAuth-aware client then reports
+			// that /mcp wants a bearer token instead of a failed
+			// registration.
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q: capsule serves MCP at %s", r.URL.Path, MCPPath))
 		}
 	})
+}
+
+// CORS for allowed origins: what a browser-based client needs to call
+// /mcp and read the session id and the auth challenge.
+const (
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID"
+	corsExposeHeaders = "Mcp-Session-Id, WWW-Authenticate"
+	corsMaxAge        = "600"
+)
+
+// allowCORS marks a response to an allowed origin as readable by it.
+func allowCORS(w http.ResponseWriter, origin string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+}
+
+// preflight answers a CORS preflight from an allowed origin.
+func preflight(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // writeError answers a refused request with a JSON-RPC-shaped error, so a
@@ -425,21 +467,22 @@ func (l *clientLimiter) release(client string) {
 // limitBody enforces MaxRequestBody, answering 413 and reporting false when
 // the body is over it. A POST body is read here, under its own deadline, so
 // that a body that is too large is answered 413 however it is framed (the
-// transport would read it all anyway); other bodies are only capped.
-func (o *ServeOptions) limitBody(w http.ResponseWriter, r *http.Request) bool {
+// transport would read it all anyway), and returned; other bodies are only
+// capped.
+func (o *ServeOptions) limitBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := int64(o.MaxRequestBody)
-	tooLarge := func() bool {
+	tooLarge := func() ([]byte, bool) {
 		w.Header().Set("Connection", "close") // do not read the rest
 		writeError(w, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("the request body is over the %s limit (see --max-request-body)", o.MaxRequestBody))
-		return false
+		return nil, false
 	}
 	if r.ContentLength > limit {
 		return tooLarge()
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if r.Method != http.MethodPost {
-		return true
+		return nil, true
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(readBodyTimeout)) // unsupported only in tests' recorders
@@ -451,11 +494,11 @@ func (o *ServeOptions) limitBody(w http.ResponseWriter, r *http.Request) bool {
 		return tooLarge()
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	return true
+	return body, true
 }
 
 // originsValue is a flag.Value for a list of allowed origins, given

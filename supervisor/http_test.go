@@ -71,8 +71,11 @@ func TestHTTPToken(t *testing.T) {
 		{"scheme only", MCPPath, "Bearer", http.StatusUnauthorized},
 		{"other scheme", MCPPath, "Basic s3cret-token", http.StatusUnauthorized},
 		{"token without scheme", MCPPath, "s3cret-token", http.StatusUnauthorized},
-		{"other paths need it too", "/other", "", http.StatusUnauthorized},
+		{"unknown path without token", "/other", "", http.StatusNotFound},
 		{"unknown path with token", "/other", "Bearer s3cret-token", http.StatusNotFound},
+		{"OAuth metadata is not there", "/.well-known/oauth-authorization-server", "", http.StatusNotFound},
+		{"protected resource metadata is not there", "/.well-known/oauth-protected-resource/mcp", "", http.StatusNotFound},
+		{"dynamic client registration is not there", "/register", "", http.StatusNotFound},
 		{"healthz needs none", "/healthz", "", http.StatusOK},
 		{"readyz needs none", "/readyz", "", http.StatusOK},
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,12 @@ type process struct {
 	state      *os.ProcessState
 	killOnce   sync.Once
 	killedByUs bool
+	// memoryKilled is set when the memory watchdog killed the worker.
+	memoryKilled atomic.Bool
+	// memoryLimit is the configured limit, for the answer that names it.
+	memoryLimit Size
+	// cgroup is the worker's own cgroup, or nil.
+	cgroup *workerCgroup
 }
 
 // startProcess starts one worker for language and sends it its Setup frame.
@@ -73,19 +80,27 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*p
 		fromW.Close()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
+	// fds 3 and 4, fdCacheDir and ipc.SnapshotFD; a nil entry is closed
+	// in the child.
+	files := []*os.File{toR, fromW, nil, nil}
+	cacheDir := ""
+	if s.cacheDir != nil {
+		files[fdCacheDir-3] = s.cacheDir
+		cacheDir = workerCacheDir
+	}
+	if image != nil {
+		files[ipc.SnapshotFD-3] = image
+	} else {
+		key = ""
+	}
 	cmd := &exec.Cmd{
 		Path:        s.executable,
 		Args:        []string{"capsule", "worker"},
 		Env:         workerEnv, // nothing of the host's environment
 		Dir:         "/",
 		Stderr:      errW,
-		ExtraFiles:  []*os.File{toR, fromW}, // become fds 3 and 4
+		ExtraFiles:  files,
 		SysProcAttr: s.sysProcAttr(),
-	}
-	if image != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, image) // ipc.SnapshotFD
-	} else {
-		key = ""
 	}
 	err = s.spawner.Start(cmd)
 	// The child has its copies; the parent keeps only its own ends, so
@@ -100,13 +115,14 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*p
 		return nil, fmt.Errorf("starting worker: %w", err)
 	}
 	p := &process{
-		cmd:      cmd,
-		language: language,
-		toWorker: toW,
-		fromWkr:  fromR,
-		in:       ipc.NewReader(fromR, s.maxFrame()),
-		out:      ipc.NewWriter(toW),
-		exited:   make(chan struct{}),
+		cmd:         cmd,
+		language:    language,
+		toWorker:    toW,
+		fromWkr:     fromR,
+		in:          ipc.NewReader(fromR, s.maxFrame()),
+		out:         ipc.NewWriter(toW),
+		exited:      make(chan struct{}),
+		memoryLimit: s.cfg.Limits.Memory,
 	}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -114,6 +130,12 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*p
 		errR.Close()
 		close(stderrDone)
 	}()
+	if s.cgroups != nil {
+		// Before Setup: the worker reads no code until after it.
+		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid); err != nil {
+			s.log.Warn("worker runs without its memory cgroup", "error", err)
+		}
+	}
 	go func() {
 		// Reap as soon as it exits; wait for stderr so the tail is whole.
 		_ = cmd.Wait()
@@ -127,7 +149,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*p
 		MemoryBytes:  uint64(s.cfg.Limits.Memory),
 		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
 		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
-		CacheDir:     s.cfg.CacheDir,
+		CacheDir:     cacheDir,
 		Mode:         mode,
 		SnapshotKey:  key,
 	}
@@ -203,6 +225,9 @@ func (p *process) close() {
 	<-p.exited
 	p.toWorker.Close()
 	p.fromWkr.Close()
+	if p.cgroup != nil {
+		p.cgroup.remove()
+	}
 }
 
 // describeEnd turns an error on the pipe into what happened to the
@@ -216,13 +241,17 @@ func (p *process) describeEnd(err error) error {
 	return err
 }
 
-// exitError waits briefly for the worker to exit and says how it ended.
+// exitError waits briefly for the worker to exit and says how it ended:
+// a *memoryLimitError when an OS memory backstop stopped it.
 func (p *process) exitError() error {
 	select {
 	case <-p.exited:
 	case <-time.After(2 * time.Second):
 		p.kill()
 		<-p.exited
+	}
+	if p.stoppedForMemory() {
+		return &memoryLimitError{limit: p.memoryLimit}
 	}
 	return errors.New(exitReason(p.state))
 }
@@ -245,24 +274,42 @@ func exitReason(st *os.ProcessState) string {
 	}
 }
 
-// tailBuffer keeps the last stderrTail bytes written to it.
+// tailBuffer keeps the first stderrHead and the last stderrTail bytes
+// written to it: a Go runtime crash says what happened first, then dumps
+// every goroutine, and a panic's own goroutine comes last.
 type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
+	mu      sync.Mutex
+	head    []byte
+	buf     []byte
+	dropped bool
 }
+
+// stderrHead is how much of the start of a worker's stderr is kept.
+const stderrHead = 1 << 10
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := len(p)
+	if room := stderrHead - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > stderrTail {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
+		t.dropped = true
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
+	sep := ""
+	if t.dropped {
+		sep = "\n[...]\n"
+	}
+	return string(bytes.TrimSpace([]byte(string(t.head) + sep + string(t.buf))))
 }

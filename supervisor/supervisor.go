@@ -58,6 +58,13 @@ type Supervisor struct {
 	stop     context.CancelFunc
 	// reaping counts used workers still being reaped.
 	reaping sync.WaitGroup
+	// cgroups gives each worker a memory cgroup of its own, or is nil;
+	// cgroupState says which and why.
+	cgroups     *cgroups
+	cgroupState CgroupState
+	// cacheDir is the compilation cache every worker gets as fdCacheDir,
+	// or nil.
+	cacheDir *os.File
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -66,13 +73,15 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.CacheDir != "" {
-		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("creating compilation cache %s: %w", cfg.CacheDir, err)
-		}
-	}
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
+	}
+	var cacheDir *os.File
+	if cfg.CacheDir != "" {
+		var err error
+		if cacheDir, err = openCacheDir(cfg.CacheDir, cfg.Isolation); err != nil {
+			return nil, err
+		}
 	}
 	s := &Supervisor{
 		cfg:        cfg,
@@ -82,9 +91,18 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		spawner:    isolation.NewSpawner(),
 		pools:      map[string]*pool{},
 		drained:    make(chan struct{}),
+		cacheDir:   cacheDir,
 	}
 	s.snapshots = newSnapshots(s)
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	if dir, err := ownCgroup(); err != nil {
+		s.cgroupState = CgroupState{Reason: err.Error()}
+	} else {
+		s.cgroups, s.cgroupState = setupCgroups(dir, cfg.Limits.Memory)
+	}
+	if s.cgroups == nil {
+		log.Debug("workers get no memory cgroup of their own; the data rlimit and the RSS watchdog bound them", "reason", s.cgroupState.Reason)
+	}
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
@@ -121,6 +139,9 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	s.Close()
 	return err
 }
+
+// Cgroup says whether each worker gets a memory cgroup of its own.
+func (s *Supervisor) Cgroup() CgroupState { return s.cgroupState }
 
 // Ready reports whether the supervisor should be sent calls: each
 // language's first worker has started, so the compilation cache is filled
@@ -170,6 +191,9 @@ func (s *Supervisor) Close() {
 	s.reaping.Wait()
 	s.spawner.Close()
 	s.snapshots.close()
+	if s.cacheDir != nil {
+		s.cacheDir.Close()
+	}
 }
 
 // checkHardening logs one warning naming the OS hardening layers this
@@ -178,16 +202,38 @@ func checkHardening(cfg Config, log hclog.Logger) error {
 	_, iso := isolation.SysProcAttr(cfg.Isolation)
 	lock := lockdown.Probe()
 	missing := append(iso.Missing(), lock.Missing()...)
+	reasons := iso.String() + "; " + lock.String()
+	if ids := WorkerHostIDs(cfg.Isolation); !ids.Active {
+		missing = append(missing, ids.Name)
+		reasons += "; " + ids.Name + ": " + ids.Reason
+	}
 	if len(missing) == 0 {
 		return nil
 	}
-	reasons := iso.String() + "; " + lock.String()
 	if cfg.RequireHardening {
 		return fmt.Errorf("hardening required but unavailable: %s (%s)", strings.Join(missing, ", "), reasons)
 	}
 	log.Warn("running without some OS hardening layers; --require-hardening makes this fatal",
 		"missing", strings.Join(missing, ", "), "details", reasons)
 	return nil
+}
+
+// LayerHostIDs names the check that workers do not run as host root.
+const LayerHostIDs = "worker_host_ids"
+
+// WorkerHostIDs says which host uid and gid workers run as, and counts it
+// a missing hardening layer when that is root: outside its namespace the
+// worker would then own every root file the kernel lets it reach.
+func WorkerHostIDs(opts isolation.Options) lockdown.Layer {
+	_, iso := isolation.SysProcAttr(opts)
+	userNS, _ := iso.Layer(isolation.LayerUserNS)
+	uid, gid := opts.HostIDs(userNS.Active)
+	l := lockdown.Layer{Name: LayerHostIDs, Active: uid != 0 && gid != 0,
+		Reason: fmt.Sprintf("workers run as host uid %d gid %d", uid, gid)}
+	if !l.Active {
+		l.Reason += ": host root; set --worker-host-uid and --worker-host-gid to an unprivileged pair"
+	}
+	return l
 }
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {
@@ -320,6 +366,7 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	// cancellation and the shutdown all turned into a read deadline: every
 	// goroutine hand-off on this path costs a wake-up, which in a virtual
 	// machine is a measurable part of a trivial call.
+	defer s.watchMemory(p)()
 	_ = p.fromWkr.SetReadDeadline(time.Now().Add(timeout + killGrace))
 	interrupt := func() { _ = p.fromWkr.SetReadDeadline(time.Now()) }
 	defer context.AfterFunc(ctx, interrupt)()
@@ -329,7 +376,9 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	case err == nil:
 		return col.answer(result, nil)
 	case errors.Is(err, errWorkerEnded):
-		return col.answer(nil, p.exitError())
+		end := p.exitError()
+		s.log.Debug("worker ended without answering", "language", p.language, "how", end, "stderr", p.stderr.String())
+		return col.answer(nil, end)
 	}
 	p.kill() // stopped, or it broke the protocol: nothing more it says counts
 	switch {

@@ -102,15 +102,60 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 		// Code may read the clock or random numbers.
 		mcp.WithIdempotentHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
-		mcp.WithString("code", mcp.Required(), mcp.Description("The source code to run.")),
-		mcp.WithNumber("timeout_seconds", mcp.Description(fmt.Sprintf(
-			"Wall-clock limit for this call in seconds (default %g, at most %g).",
-			lim.Timeout.Seconds(), lim.MaxTimeout.Seconds()))),
+		// The schema states what ParseArguments and Execute enforce. The
+		// code limit is in bytes, maxLength in characters: a character
+		// is at least one byte, so the schema never admits less than the
+		// server does, and the server's answer names the byte limit.
+		mcp.WithString("code", mcp.Required(), mcp.MaxLength(int(lim.MaxCode)),
+			mcp.Description(fmt.Sprintf("The source code to run (at most %s as UTF-8).", lim.MaxCode))),
+		mcp.WithNumber("timeout_seconds", mcp.Min(MinTimeout.Seconds()), mcp.Max(lim.MaxTimeout.Seconds()),
+			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g).",
+				lim.Timeout.Seconds(), MinTimeout.Seconds(), lim.MaxTimeout.Seconds()))),
 		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
-				"without pasting data into code.", l.inputsIn))),
+				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.inputsIn, lim.MaxCode, MaxInputsDepth))),
+		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithRawOutputSchema(json.RawMessage(outputSchema)),
 	)
+}
+
+// MinTimeout is the shortest timeout_seconds a call may ask for: the
+// worker counts in milliseconds, and a value that rounded to zero would
+// silently mean the default.
+const MinTimeout = time.Millisecond
+
+// MaxInputsDepth bounds how deeply `inputs` may nest. Decoding deeper
+// values recurses in the guest's runtime (CPython's json module gives up
+// near its recursion limit of 1000, inside the bootstrap rather than the
+// guest's code), and no data a program passes along nests this deep.
+const MaxInputsDepth = 100
+
+// jsonDepth returns how deeply v nests, counting objects and arrays, and
+// stops counting past limit.
+func jsonDepth(v any, limit int) int {
+	if limit < 0 {
+		return 0
+	}
+	deepest := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			deepest = max(deepest, jsonDepth(e, limit-1))
+			if deepest >= limit {
+				break
+			}
+		}
+	case []any:
+		for _, e := range v {
+			deepest = max(deepest, jsonDepth(e, limit-1))
+			if deepest >= limit {
+				break
+			}
+		}
+	default:
+		return 0
+	}
+	return deepest + 1
 }
 
 // Arguments are a tool call's validated arguments.
@@ -153,11 +198,17 @@ func ParseArguments(raw any) (Arguments, error) {
 			if !ok || !(f > 0) || f > 1e6 {
 				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" must be a positive number of seconds, got %s", jsonType(v))
 			}
+			if f < MinTimeout.Seconds() {
+				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" is %g, below the smallest timeout of %g seconds", f, MinTimeout.Seconds())
+			}
 			args.Timeout = time.Duration(f * float64(time.Second))
 		case "inputs":
 			obj, ok := v.(map[string]any)
 			if !ok {
 				return Arguments{}, fmt.Errorf("argument \"inputs\" must be a JSON object, got %s", jsonType(v))
+			}
+			if d := jsonDepth(obj, MaxInputsDepth+1); d > MaxInputsDepth {
+				return Arguments{}, fmt.Errorf("argument \"inputs\" nests more than %d levels deep; flatten it or pass the deep part as a JSON string", MaxInputsDepth)
 			}
 			b, err := json.Marshal(obj)
 			if err != nil {

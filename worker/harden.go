@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"fmt"
 	"time"
 
 	"capsule/ipc"
+	"capsule/runtimes"
 	"capsule/worker/lockdown"
 )
 
@@ -15,8 +17,12 @@ const cpuMargin = 5 * time.Second
 // harden is where the worker puts the OS between itself and the guest. It
 // runs after the module is compiled and before any untrusted byte is read.
 func harden(setup *ipc.Setup) error {
+	if err := closeInheritedFiles(); err != nil {
+		return fmt.Errorf("closing inherited descriptors: %w", err)
+	}
 	_, err := lockdown.Apply(lockdown.Options{
 		CPUTime: time.Duration(setup.MaxTimeoutMS)*time.Millisecond + cpuMargin,
+		Data:    setup.MemoryBytes + runtimes.WorkerDataOverhead,
 	})
 	return err
 }

@@ -184,6 +184,9 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		CacheDir:         setup.CacheDir,
 	}
 	if setup.SnapshotKey != "" {
+		// Close-on-exec marks it as the worker's own: the lockdown closes
+		// every inherited descriptor that is not (closeInheritedFiles).
+		unix.CloseOnExec(ipc.SnapshotFD)
 		cfg.Snapshot = os.NewFile(ipc.SnapshotFD, "snapshot")
 		cfg.SnapshotKey = setup.SnapshotKey
 	}

@@ -25,6 +25,8 @@ func TestExecExitStatus(t *testing.T) {
 		{"unknown language", []string{"ruby", "-c", "1"}, "", 2, "", "unknown language"},
 		{"no code", []string{"python"}, "", 2, "", "exactly one of"},
 		{"bad flag", []string{"python", "--memory", "lots", "-c", "1"}, "", 2, "", "invalid size"},
+		{"memory limit too small", []string{"python", "--memory", "1", "-c", "1"}, "", 2, "", "memory limit 1B is too small"},
+		{"max timeout below timeout", []string{"python", "--max-timeout", "3s", "--timeout", "30s", "-c", "1"}, "", 2, "", "max-timeout 3s is below timeout 30s"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

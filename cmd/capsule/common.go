@@ -49,6 +49,16 @@ func parse(e *supervisor.EnvFlags, args []string) (int, bool) {
 	return 0, true
 }
 
+// validate checks the configuration before anything starts, so that a
+// usage or configuration error exits with the usage status.
+func (c *commonFlags) validate(command string) (int, bool) {
+	if err := c.cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "capsule %s: %v\n", command, err)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
 // logger returns the logger the flags ask for. Logs always go to stderr:
 // in stdio mode stdout belongs to the MCP protocol.
 func (c *commonFlags) logger(name string) hclog.Logger {

@@ -19,8 +19,10 @@ type doctorLayer struct {
 	Name   string `json:"-"`
 	Active bool   `json:"active"`
 	Reason string `json:"reason"`
-	// Hardening layers make --require-hardening fail; runtimes always do.
+	// Hardening layers make --require-hardening fail; runtimes always do;
+	// informational lines never do.
 	hardening bool
+	info      bool
 }
 
 func doctor(args []string) int {
@@ -35,9 +37,13 @@ func doctor(args []string) int {
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
+	if status, ok := c.validate("doctor"); !ok {
+		return status
+	}
 	layers := hardeningLayers(c.cfg.Isolation)
 	// The runtimes are checked through the real path, hardening included,
 	// but a missing layer must not stop the doctor from reporting.
+	requireHardening := c.cfg.RequireHardening
 	c.cfg.RequireHardening = false
 	sup, err := c.newSupervisor(c.logger("capsule"))
 	if err != nil {
@@ -45,13 +51,15 @@ func doctor(args []string) int {
 		return exitCodeError
 	}
 	defer sup.Close()
+	cg := sup.Cgroup()
+	layers = append(layers, doctorLayer{Name: "memory_cgroup", Active: cg.Active, Reason: cg.Reason, info: true})
 	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
 		layers = append(layers, checkRuntime(sup, lang))
 	}
 
 	status := exitOK
 	for _, l := range layers {
-		if !l.Active && (!l.hardening || c.cfg.RequireHardening) {
+		if !l.Active && !l.info && (!l.hardening || requireHardening) {
 			status = exitCodeError
 		}
 	}
@@ -69,7 +77,7 @@ func doctor(args []string) int {
 		if !l.Active {
 			state = "unavailable"
 		}
-		fmt.Printf("%-13s %-12s %s\n", l.Name, state, l.Reason)
+		fmt.Printf("%-16s %-12s %s\n", l.Name, state, l.Reason)
 	}
 	return status
 }
@@ -101,8 +109,12 @@ func hardeningLayers(opts isolation.Options) []doctorLayer {
 	}
 	ns.Reason = strings.Join(reasons, ", ")
 	out = append(out, ns)
+	ids := supervisor.WorkerHostIDs(opts)
+	out = append(out, doctorLayer{Name: ids.Name, Active: ids.Active, Reason: ids.Reason, hardening: true})
 	l, _ := lock.Layer(lockdown.LayerRlimits)
-	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason, hardening: true})
+	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason + fmt.Sprintf(
+		"; memory backstops: DATA at the memory limit + %s, worker RSS watchdog at the limit + %s",
+		supervisor.Size(runtimes.WorkerDataOverhead), supervisor.Size(runtimes.WorkerRSSOverhead)), hardening: true})
 	return out
 }
 

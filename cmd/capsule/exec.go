@@ -44,6 +44,9 @@ func execCommand(args []string) int {
 	if status, ok := parse(e, args[1:]); !ok {
 		return status
 	}
+	if status, ok := c.validate("exec"); !ok {
+		return status
+	}
 	src, err := execSource(fs, *code)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capsule exec:", err)

@@ -537,3 +537,60 @@ func TestServeHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPCancellationBelongsToItsClient: over HTTP, client B cancelling
+// its request id 1 leaves client A's call with id 1 alone; A cancelling
+// its own call stops the worker at once and gets no response for it.
+func TestHTTPCancellationBelongsToItsClient(t *testing.T) {
+	s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--pool-python", "0", "--pool-javascript", "0")
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	session := func() map[string]string {
+		_, h, _ := s.post(t, bearer(testToken), initialize)
+		id := h.Get("Mcp-Session-Id")
+		if id == "" {
+			t.Fatal("initialize issued no Mcp-Session-Id")
+		}
+		return map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": id}
+	}
+	a, b := session(), session()
+	type reply struct {
+		status int
+		body   string
+	}
+	call := func(headers map[string]string, id int, code string) <-chan reply {
+		got := make(chan reply, 1)
+		go func() {
+			status, _, body := s.post(t, headers, toolCall(id, "execute_python", code))
+			got <- reply{status, body}
+		}()
+		return got
+	}
+	cancel := func(headers map[string]string, id int) {
+		if status, _, body := s.post(t, headers, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id)); status != http.StatusAccepted {
+			t.Fatalf("cancel answered %d %s", status, body)
+		}
+	}
+
+	callA := call(a, 1, sleepCall(2))
+	time.Sleep(inFlight)
+	cancel(b, 1)
+	if r := <-callA; !strings.Contains(r.body, `\"done\"`) {
+		t.Fatalf("A's call, cancelled by B, answered %d %s; want it finished", r.status, r.body)
+	}
+
+	callA = call(a, 2, sleepCall(30))
+	time.Sleep(inFlight)
+	start := time.Now()
+	cancel(a, 2)
+	select {
+	case r := <-callA:
+		if strings.Contains(r.body, `"id":2`) {
+			t.Fatalf("the cancelled call got a response: %s", r.body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled call's request did not end")
+	}
+	if !eventually(time.Second, func() bool { return len(children(s.cmd.Process.Pid)) == 0 }) {
+		t.Fatalf("worker still running %v after A cancelled its call", time.Since(start))
+	}
+}

@@ -16,7 +16,7 @@ import (
 )
 
 func TestToolsListed(t *testing.T) {
-	s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--timeout", "20s", "--max-timeout", "90s")
+	s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--timeout", "20s", "--max-timeout", "90s", "--max-code", "64KiB")
 	c := s.client(t, bearer(testToken))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -48,6 +48,27 @@ func TestToolsListed(t *testing.T) {
 			if !strings.Contains(string(props), `"`+p+`"`) {
 				t.Errorf("%s input schema lacks %q", tool.Name, p)
 			}
+		}
+		// The schema states what the server enforces.
+		var in struct {
+			AdditionalProperties *bool `json:"additionalProperties"`
+			Properties           struct {
+				Code struct {
+					MaxLength int `json:"maxLength"`
+				} `json:"code"`
+				Timeout struct {
+					Minimum float64 `json:"minimum"`
+					Maximum float64 `json:"maximum"`
+				} `json:"timeout_seconds"`
+			} `json:"properties"`
+		}
+		inSchema, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(inSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		if in.AdditionalProperties == nil || *in.AdditionalProperties || in.Properties.Code.MaxLength != 64<<10 ||
+			in.Properties.Timeout.Minimum != 0.001 || in.Properties.Timeout.Maximum != 90 {
+			t.Errorf("%s input schema %s: want additionalProperties false, code maxLength 65536, timeout_seconds from 0.001 to 90", tool.Name, inSchema)
 		}
 	}
 	if !names["execute_python"] || !names["execute_javascript"] {
@@ -172,5 +193,40 @@ func cancelRunningCalls(t *testing.T, c *testServer, server int) {
 				t.Fatalf("worker %v still running %v after the call was cancelled", children(server), time.Since(start))
 			}
 		})
+	}
+}
+
+// TestResultTextIsReadable: the [result] line of the text content is
+// readable UTF-8, not JSON with <, >, & and non-ASCII escaped.
+func TestResultTextIsReadable(t *testing.T) {
+	s := startServer(t)
+	for _, tc := range []struct{ tool, code string }{
+		{"execute_python", `{"k": "<b>日本</b> & co"}`},
+		{"execute_javascript", `({k: "<b>日本</b> & co"})`},
+	} {
+		res, st := s.call(t, tc.tool, tc.code)
+		if got := text(res); !strings.Contains(got, `{"k":"<b>日本</b> & co"}`) && !strings.Contains(got, `{"k": "<b>日本</b> & co"}`) {
+			t.Errorf("%s: text %q, want the result readable", tc.tool, got)
+		}
+		var v map[string]string
+		if json.Unmarshal(st.Result, &v) != nil || v["k"] != "<b>日本</b> & co" {
+			t.Errorf("%s: structured result %s", tc.tool, st.Result)
+		}
+	}
+	// A timeout that would round to nothing is refused, not replaced by
+	// the default.
+	res, _ := s.callArgs(t, "execute_python", map[string]any{"code": "1", "timeout_seconds": 1e-10})
+	if !res.IsError || !strings.Contains(text(res), "below the smallest timeout") {
+		t.Errorf("timeout_seconds 1e-10: %v %q", res.IsError, text(res))
+	}
+	deep := map[string]any{}
+	for cur, i := deep, 0; i < 1500; i++ {
+		next := map[string]any{}
+		cur["a"] = next
+		cur = next
+	}
+	res, _ = s.callArgs(t, "execute_python", map[string]any{"code": "1", "inputs": deep})
+	if !res.IsError || !strings.Contains(text(res), "nests more than 100 levels") {
+		t.Errorf("inputs 1500 deep: %v %q", res.IsError, text(res))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -156,6 +159,11 @@ func TestLiveWorkerIsLockedDown(t *testing.T) {
 			uidMap, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", pid))
 			if f := strings.Fields(string(uidMap)); len(f) != 3 || f[0] != "65534" || f[2] != "1" {
 				t.Errorf("uid_map = %q, want 65534 mapped alone", uidMap)
+			} else if os.Geteuid() == 0 && f[1] == "0" {
+				t.Errorf("uid_map = %q: served as root, the worker is host root", uidMap)
+			}
+			if uid := procStatus(pid, "Uid"); os.Geteuid() == 0 && strings.Fields(uid)[0] == "0" {
+				t.Errorf("Uid = %q: served as root, the worker runs as host root", uid)
 			}
 			if got := procStatus(pid, "NSpid"); !strings.HasSuffix(got, "\t1") && !strings.HasSuffix(got, " 1") {
 				t.Errorf("NSpid = %q, want pid 1 in its own namespace", got)
@@ -230,7 +238,9 @@ func wantError(t *testing.T, st structured) {
 }
 
 func abuseCorpus() []abuse {
-	big := strings.Repeat("x = 1\n", 5<<20/6+1) // over 5 MB
+	// Over the 1MiB code limit, within the 3MiB message limit (a larger
+	// message is refused by the transport: TestStdioOversizedMessage).
+	big := strings.Repeat("x = 1\n", 2<<20/6+1)
 	py := func(name, code string, check func(*testing.T, structured)) abuse {
 		return abuse{name: "python/" + name, tool: "execute_python", code: code, check: check}
 	}
@@ -258,7 +268,7 @@ func abuseCorpus() []abuse {
 		py("deep recursion", "def f(n):\n    return f(n + 1)\nf(0)", wantError),
 		py("stdout flood", "while True:\n    print('y' * 1000)", wantLimit("timeout")),
 		py("stderr flood", "import sys\nfor i in range(10**5):\n    sys.stderr.write('z' * 100)", wantLimit("output")),
-		py("5 MB of code", big, wantLimit("code_size")),
+		py("2 MB of code", big, wantLimit("code_size")),
 		py("NUL byte", "x = 1\x00\n", wantError),
 		py("lone surrogate", "s = '\xed\xa0\x80'\nlen(s)", nil),
 		{name: "python/lone surrogate escape", tool: "execute_python",
@@ -275,7 +285,7 @@ func abuseCorpus() []abuse {
 		js("deep recursion", "const f = n => f(n + 1) + 1; f(0)", wantError),
 		js("stdout flood", "for (;;) console.log('y'.repeat(1000))", wantLimit("timeout")),
 		js("stderr flood", "for (let i = 0; i < 1e5; i++) console.error('z'.repeat(100))", wantLimit("output")),
-		js("5 MB of code", big, wantLimit("code_size")),
+		js("2 MB of code", big, wantLimit("code_size")),
 		js("NUL byte", "let x = 1\x00", wantError),
 		js("lone surrogate", "'\xed\xa0\x80'.length", nil),
 		{name: "javascript/lone surrogate escape", tool: "execute_javascript",
@@ -413,4 +423,61 @@ func TestWorkerFaults(t *testing.T) {
 		}
 	})
 	assertHealthy(t, s, fdsBefore)
+}
+
+// TestWorkerDropsLeakedDescriptors: a descriptor the server's parent leaked
+// without close-on-exec (here /etc/hostname at fd 7, as a shell may leave
+// one) does not reach the guest: the worker closes it before its lockdown.
+func TestWorkerDropsLeakedDescriptors(t *testing.T) {
+	leaked, err := os.Open("/etc/hostname")
+	if err != nil {
+		t.Skipf("no /etc/hostname to leak: %v", err)
+	}
+	defer leaked.Close()
+	var cmd *exec.Cmd
+	stderr := newSyncBuffer()
+	c, err := client.NewStdioMCPClientWithOptions(capsuleBin, nil, append([]string{"serve"}, noPool...),
+		transport.WithCommandStderrWriter(stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd = exec.CommandContext(ctx, command, args...)
+			cmd.Env = serverEnv()
+			// fds 3..6 are /dev/null, fd 7 the leaked file, none close-on-exec.
+			null, err := os.Open(os.DevNull)
+			if err != nil {
+				return nil, err
+			}
+			cmd.ExtraFiles = []*os.File{null, null, null, null, leaked}
+			return cmd, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{c: c, cmd: cmd, stderr: stderr}
+	if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/7", cmd.Process.Pid)); target != "/etc/hostname" {
+		t.Fatalf("the server's fd 7 is %q: the test did not leak /etc/hostname", target)
+	}
+	settle(t, s)
+	pid, done := runningWorker(t, s, "execute_python", "import time\ntime.sleep(2)")
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range entries {
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		fds = append(fds, e.Name()+"→"+target)
+		if target == "/etc/hostname" {
+			t.Errorf("the worker holds the leaked /etc/hostname at fd %s", e.Name())
+		}
+	}
+	t.Logf("worker descriptors: %v", fds)
+	<-done
 }

@@ -39,6 +39,9 @@ func serve(args []string) int {
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
+	if status, ok := c.validate("serve"); !ok {
+		return status
+	}
 	if err := opts.Resolve(c.cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "capsule serve:", err)
 		return exitUsage
@@ -69,7 +72,7 @@ func serve(args []string) int {
 
 	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "memory", c.cfg.Limits.Memory,
+	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "max_timeout", c.cfg.Limits.MaxTimeout, "memory", c.cfg.Limits.Memory,
 		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode,
 		"max_concurrency", c.cfg.MaxConcurrency, "max_queue", c.cfg.MaxQueue)
 	if ln != nil {
@@ -79,7 +82,8 @@ func serve(args []string) int {
 }
 
 // serveStdio serves MCP on stdin and stdout until stdin closes or a signal
-// arrives. On a signal the supervisor drains first, while the stdio server
+// arrives. When stdin closes, running calls get the shutdown grace to
+// answer. On a signal the supervisor drains first, while the stdio server
 // still writes the running calls' answers; only then does the stdio server
 // stop, since stopping it cancels the calls still running.
 func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts supervisor.ServeOptions, logger hclog.Logger) int {
@@ -92,12 +96,13 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	listen, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- stdio.Listen(listen, os.Stdin, os.Stdout) }()
-	logger.Info("serving MCP on stdio")
+	guard := supervisor.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), opts.ShutdownGrace)
+	go func() { done <- stdio.Listen(listen, guard, guard) }()
+	logger.Info("serving MCP on stdio", "max_message", opts.MaxRequestBody)
 	select {
 	case err := <-done:
-		// stdin closed: the client is gone, and Listen has cancelled its
-		// calls and waited for them, so there is nothing left to drain.
+		// stdin closed: the guard let running calls answer for up to the
+		// shutdown grace before Listen saw the end and cancelled the rest.
 		sup.Shutdown(context.Background())
 		if err != nil {
 			logger.Error("stdio server stopped", "error", err)

@@ -508,7 +508,11 @@ func (in *instance) outcome() runtimes.Outcome {
 // reportOutcome turns the bootstrap's report into the outcome.
 func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 	out := runtimes.Outcome{Result: rep.Result, Error: rep.Error, ExitCode: rep.Exit, Limit: rep.Limit}
-	if rep.Error != nil && rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "") {
+	// Near the cap CPython may also fail an allocation without setting
+	// MemoryError (deep recursion reports "SystemError: error return
+	// without exception set"): at the cap, the cap is the cause.
+	if rep.Error != nil && ((rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "")) ||
+		(rep.Error.Type == "SystemError" && nearCap)) {
 		// An allocation failed: CPython's own MemoryError has no message,
 		// and a guest whose memory is at the cap has hit the cap.
 		m := in.memoryOutcome()

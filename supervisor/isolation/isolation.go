@@ -20,6 +20,8 @@
 package isolation
 
 import (
+	"os"
+
 	"capsule/worker/lockdown"
 )
 
@@ -47,6 +49,27 @@ type Options struct {
 	// would keep every capability in the namespace across execve, which a
 	// worker never needs. Ignored when user namespaces are unavailable.
 	UID, GID int
+	// HostUID and HostGID are the host ids the worker's ids map to. Zero
+	// means the supervisor's own, the only ids an unprivileged supervisor
+	// can map; a root supervisor should name an unprivileged pair, or its
+	// workers are host root outside their namespace.
+	HostUID, HostGID int
+}
+
+// HostIDs returns the host uid and gid a worker runs as: the mapped ids
+// with a user namespace, the supervisor's own without one.
+func (o Options) HostIDs(userNS bool) (uid, gid int) {
+	uid, gid = os.Getuid(), os.Getgid()
+	if !userNS {
+		return uid, gid
+	}
+	if o.HostUID != 0 {
+		uid = o.HostUID
+	}
+	if o.HostGID != 0 {
+		gid = o.HostGID
+	}
+	return uid, gid
 }
 
 // Report says which isolation features the returned attributes carry: the

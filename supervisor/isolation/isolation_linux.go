@@ -166,7 +166,8 @@ func SysProcAttr(opts Options) (*syscall.SysProcAttr, Report) {
 		reason := "new namespace"
 		switch name {
 		case LayerUserNS:
-			reason = fmt.Sprintf("uid %d gid %d inside, mapped to %d/%d outside, setgroups denied", uid, gid, os.Getuid(), os.Getgid())
+			hostUID, hostGID := opts.HostIDs(true)
+			reason = fmt.Sprintf("uid %d gid %d inside, mapped to %d/%d outside, setgroups denied", uid, gid, hostUID, hostGID)
 		case LayerNetNS:
 			reason = "only a loopback interface, down"
 		case LayerPIDNS:
@@ -175,9 +176,15 @@ func SysProcAttr(opts Options) (*syscall.SysProcAttr, Report) {
 		r.Layers = append(r.Layers, Layer{Name: name, Active: true, Reason: reason})
 	}
 	if attr.Cloneflags&syscall.CLONE_NEWUSER != 0 {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}}
+		hostUID, hostGID := opts.HostIDs(true)
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: hostUID, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
+		// A new user namespace changes no credential: the child is still
+		// the supervisor's host uid until it takes the mapped ids, which
+		// is what makes it the chosen host uid (and drops every
+		// capability it holds in the namespace).
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 	}
 	r.Layers = append(r.Layers,
 		Layer{Name: LayerPdeathsig, Active: true, Reason: "SIGKILL when the starting thread exits"},

@@ -51,6 +51,12 @@ type Options struct {
 	// reaches the limit; the limit is only the backstop behind the worker's
 	// own timer and the supervisor's kill.
 	CPUTime time.Duration
+	// Data, when positive, is RLIMIT_DATA: the most writable private
+	// memory (heap, the guest's linear memory, stacks of threads) the
+	// process may map. An allocation beyond it fails, which the Go
+	// runtime turns into a fatal "out of memory": the backstop for
+	// memory the host side of a runtime holds for a guest.
+	Data uint64
 }
 
 // Report says which layers are in force (Apply) or would be (Probe).

@@ -65,7 +65,7 @@ func apply(opts Options, set layerSet) (Report, error) {
 		}
 		return nil
 	}
-	if err := step(LayerRlimits, set.skipRlimits, func() (string, error) { return setRlimits(opts.CPUTime) }); err != nil {
+	if err := step(LayerRlimits, set.skipRlimits, func() (string, error) { return setRlimits(opts.CPUTime, opts.Data) }); err != nil {
 		return r, err
 	}
 	if err := step(LayerNoNewPrivs, false, setNoNewPrivs); err != nil {
@@ -103,10 +103,10 @@ func apply(opts Options, set layerSet) (Report, error) {
 // features the filter needs, which Apply reports rather than fails on.
 var errSeccompUnavailable = errors.New("unavailable")
 
-// setRlimits sets CPU, FSIZE and CORE (soft = hard: the hard CPU limit's
-// SIGKILL is what ends the process; Go ignores the soft limit's SIGXCPU)
-// and makes the process non-dumpable.
-func setRlimits(cpu time.Duration) (string, error) {
+// setRlimits sets CPU, FSIZE, CORE and, when data is positive, DATA (soft
+// = hard: the hard CPU limit's SIGKILL is what ends the process; Go
+// ignores the soft limit's SIGXCPU) and makes the process non-dumpable.
+func setRlimits(cpu time.Duration, data uint64) (string, error) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return "", fmt.Errorf("getrusage: %w", err)
@@ -123,6 +123,14 @@ func setRlimits(cpu time.Duration) (string, error) {
 	if _, err := lowerRlimit(unix.RLIMIT_CORE, 0); err != nil {
 		return "", err
 	}
+	dataSet := ""
+	if data > 0 {
+		n, err := lowerRlimit(unix.RLIMIT_DATA, data)
+		if err != nil {
+			return "", err
+		}
+		dataSet = fmt.Sprintf(", DATA=%dMiB", n>>20)
+	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return "", fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
@@ -136,7 +144,7 @@ func setRlimits(cpu time.Duration) (string, error) {
 	if persona&readImpliesExec != 0 {
 		return "", errors.New("process has the READ_IMPLIES_EXEC personality")
 	}
-	return fmt.Sprintf("CPU=%ds, FSIZE=0, CORE=0, dumpable=0", cpuSet), nil
+	return fmt.Sprintf("CPU=%ds, FSIZE=0, CORE=0%s, dumpable=0", cpuSet, dataSet), nil
 }
 
 // lowerRlimit sets soft and hard limits to v, or to the current hard limit

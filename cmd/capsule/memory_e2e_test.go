@@ -1,0 +1,86 @@
+package main
+
+// The memory limit bounds the whole worker, not only the guest's linear
+// memory: guests that make the host side of their runtime hold memory are
+// stopped by the OS backstops (data rlimit, RSS watchdog, cgroup where
+// delegated), answer with limit "memory", and never hold more than the
+// limit plus the documented overhead.
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"capsule/runtimes"
+)
+
+// watchdogSlack is what a worker may grow by between two checks of the
+// RSS watchdog (50 ms): a guest allocating host memory as fast as it can
+// was measured at under 4 MiB per interval.
+const watchdogSlack = 16 << 20
+
+// peakRSS follows pid until it exits and returns its highest resident set
+// size (VmHWM), in bytes.
+func peakRSS(pid int) int64 {
+	var peak int64
+	for alive(pid) {
+		if kb, err := strconv.ParseInt(strings.TrimSuffix(procStatus(pid, "VmHWM"), " kB"), 10, 64); err == nil {
+			peak = max(peak, kb<<10)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return peak
+}
+
+func TestMemoryBombsHitTheMemoryLimit(t *testing.T) {
+	const limit = 64 << 20
+	bombs := []struct{ name, tool, code string }{
+		// Each open decompressed a stdlib file into Go memory, outside the
+		// wasm cap, and kept it (1 GB RSS in 15 s before the backstops).
+		{"python open loop", "execute_python",
+			`import os; [os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY) for _ in iter(int, 1)]`},
+		// Each cancelled timer kept host state (7 MB/s of Go memory).
+		{"javascript timer loop", "execute_javascript",
+			`let n=0; for(;;){ clearTimeout(setTimeout(()=>{}, 1e9)); n++ }`},
+	}
+	for _, b := range bombs {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t, append(noPool, "--memory", "64MiB", "--timeout", "90s", "--max-timeout", "90s")...)
+			settle(t, s)
+			type answer struct {
+				res *mcp.CallToolResult
+				st  structured
+			}
+			got := make(chan answer, 1)
+			go func() {
+				res, st := s.callArgs(t, b.tool, map[string]any{"code": b.code})
+				got <- answer{res, st}
+			}()
+			pid := lockedWorker(t, s)
+			peak := peakRSS(pid)
+			var a answer
+			select {
+			case a = <-got:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("no answer")
+			}
+			if a.st.Limit == nil || *a.st.Limit != runtimes.LimitMemory || a.st.Error == nil ||
+				!strings.Contains(a.st.Error.Message, "memory: limit of 64MiB") || !a.res.IsError {
+				t.Fatalf("answer: limit %s, error %+v; want limit memory naming 64MiB", fmtLimit(a.st.Limit), a.st.Error)
+			}
+			bound := int64(limit + runtimes.WorkerRSSOverhead + watchdogSlack)
+			t.Logf("peak RSS %d MiB, bound %d MiB, answered after %.1f s", peak>>20, bound>>20, a.st.DurationMS/1000)
+			if peak > bound {
+				t.Fatalf("worker peaked at %d MiB resident, over the limit + overhead of %d MiB", peak>>20, bound>>20)
+			}
+			// The server carries on.
+			if _, st := s.call(t, b.tool, "1 + 1"); string(st.Result) != "2" {
+				t.Fatalf("after the bomb, 1 + 1 = %s", st.Result)
+			}
+		})
+	}
+}
