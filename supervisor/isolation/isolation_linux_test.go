@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -19,6 +20,15 @@ import (
 // helperEnv makes the test binary act as a worker: "inspect" prints what
 // it sees of its own isolation, "sleep" waits to be killed, "exit" exits.
 const helperEnv = "CAPSULE_ISOLATION_HELPER"
+
+// init keeps a helper's main goroutine on the main thread: the parent-death
+// signal that inspect reads is per thread, and only the thread that
+// execve'd has it.
+func init() {
+	if os.Getenv(helperEnv) != "" {
+		runtime.LockOSThread()
+	}
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
