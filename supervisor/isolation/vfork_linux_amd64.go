@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -35,6 +36,7 @@ const (
 	opSyscall   = 1 // trap(args...); an error fails the spawn unless mayFail
 	opWriteFile = 2 // open args[0] write-only, write args[2] bytes at args[1], close
 	opSigReset  = 3 // every signal with a handler other than SIG_IGN gets SIG_DFL
+	opWaitGo    = 4 // wait until the parent sets vforkProgram.goAhead
 )
 
 // vforkStep is one action of the child. Pointers are stored as uintptr:
@@ -60,6 +62,12 @@ type vforkProgram struct {
 	errno      uintptr    // its errno, or zero when the child reached execve
 	sigScratch [4]uintptr // rt_sigaction's old action
 	sigDefault [4]uintptr // SIG_DFL, no flags, empty mask
+	// goAhead is set and woken by the parent once it has written the
+	// maps, when the child does not write them itself (opWaitGo).
+	goAhead uint32
+	// execDone is the CLONE_CHILD_CLEARTID word: the kernel sets it to 0
+	// and wakes it when the child execs or exits.
+	execDone uint32
 }
 
 // vforkExec blocks every signal, clones with p.cloneFlags, restores the
@@ -83,6 +91,11 @@ type vforkSpawn struct {
 	open  []*os.File // files opened for the child (/dev/null), closed after
 	path  string     // what is executed
 	attr  *syscall.SysProcAttr
+	// parentMaps is set when a map names a host id other than the
+	// server's own: only the parent, with CAP_SETUID/CAP_SETGID where it
+	// runs, may write that. The parent is then not suspended (no
+	// CLONE_VFORK); the child waits for it to write the maps.
+	parentMaps bool
 }
 
 // cString returns s as a NUL-terminated buffer kept alive by v.
@@ -149,20 +162,13 @@ func vforkSupported(cmd *exec.Cmd) error {
 	rest := *attr
 	rest.Cloneflags &^= allNamespaceFlags()
 	rest.Pdeathsig, rest.Setpgid = 0, false
-	for _, m := range []struct {
-		ids  []syscall.SysProcIDMap
-		self int
-	}{{attr.UidMappings, os.Geteuid()}, {attr.GidMappings, os.Getegid()}} {
+	for _, ids := range [][]syscall.SysProcIDMap{attr.UidMappings, attr.GidMappings} {
 		switch {
-		case m.ids == nil:
+		case ids == nil:
 		case attr.Cloneflags&syscall.CLONE_NEWUSER == 0:
 			return errors.New("id maps without a user namespace")
-		case len(m.ids) != 1 || m.ids[0].Size != 1:
+		case len(ids) != 1 || ids[0].Size != 1:
 			return errors.New("id map of more than one id")
-		case m.ids[0].HostID != m.self:
-			// Only a writer with CAP_SETUID/CAP_SETGID over the parent
-			// namespace may map another id, and the child has none there.
-			return fmt.Errorf("id map to host id %d, not the server's own %d", m.ids[0].HostID, m.self)
 		}
 	}
 	rest.UidMappings, rest.GidMappings = nil, nil
@@ -198,17 +204,15 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 	v.prog.cloneFlags = syscall.CLONE_VM | syscall.CLONE_VFORK | uintptr(syscall.SIGCHLD) | v.attr.Cloneflags
 	v.prog.blockAll = ^uintptr(0)
 
-	if m := v.attr.GidMappings; m != nil {
-		if err := v.addWriteFile("/proc/self/setgroups", "deny"); err != nil {
-			return nil, err
-		}
-		if err := v.addWriteFile("/proc/self/gid_map", fmt.Sprintf("%d %d 1\n", m[0].ContainerID, m[0].HostID)); err != nil {
-			return nil, err
-		}
-	}
-	if m := v.attr.UidMappings; m != nil {
-		if err := v.addWriteFile("/proc/self/uid_map", fmt.Sprintf("%d %d 1\n", m[0].ContainerID, m[0].HostID)); err != nil {
-			return nil, err
+	v.parentMaps = !ownID(v.attr.UidMappings, os.Geteuid()) || !ownID(v.attr.GidMappings, os.Getegid())
+	if v.parentMaps {
+		v.prog.cloneFlags = v.prog.cloneFlags&^syscall.CLONE_VFORK | syscall.CLONE_CHILD_CLEARTID
+		v.prog.execDone = 1
+	} else {
+		for _, f := range v.idMapFiles() {
+			if err := v.addWriteFile("/proc/self/"+f.name, f.content); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if v.attr.Setpgid {
@@ -219,6 +223,9 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 		// only die with the whole server before this step; then the
 		// worker's ipc pipes are closed and it exits on reading them.
 		v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
+	}
+	if v.parentMaps {
+		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{uintptr(unsafe.Pointer(&v.prog.goAhead))}})
 	}
 	if cmd.Dir != "" {
 		dir, err := v.cString(cmd.Dir)
@@ -264,6 +271,30 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 	v.prog.steps = uintptr(unsafe.Pointer(&v.steps[0]))
 	v.prog.nsteps = uintptr(len(v.steps))
 	return v, nil
+}
+
+// ownID reports whether the map (of at most one id, see vforkSupported)
+// is absent or maps to id, the server's own.
+func ownID(m []syscall.SysProcIDMap, id int) bool {
+	return len(m) == 0 || m[0].HostID == id
+}
+
+// idMapFile is one file of /proc/<pid>/ that sets up a user namespace.
+type idMapFile struct{ name, content string }
+
+// idMapFiles returns the files to write, in an order that works for an
+// unprivileged writer: setgroups is denied before gid_map is written.
+func (v *vforkSpawn) idMapFiles() []idMapFile {
+	var files []idMapFile
+	if m := v.attr.GidMappings; m != nil {
+		files = append(files,
+			idMapFile{"setgroups", "deny"},
+			idMapFile{"gid_map", fmt.Sprintf("%d %d 1\n", m[0].ContainerID, m[0].HostID)})
+	}
+	if m := v.attr.UidMappings; m != nil {
+		files = append(files, idMapFile{"uid_map", fmt.Sprintf("%d %d 1\n", m[0].ContainerID, m[0].HostID)})
+	}
+	return files
 }
 
 // sysCloseRange is close_range(2), which package syscall does not name.
@@ -344,21 +375,32 @@ func (v *vforkSpawn) run() (int, error) {
 	syscall.ForkLock.Lock()
 	pid, errno := vforkExec(&v.prog)
 	syscall.ForkLock.Unlock()
-	// Everything the child read is in v; keep it alive until it is done
-	// with it, which it is once vforkExec returns.
-	runtime.KeepAlive(v)
 	if errno != 0 {
 		return 0, os.NewSyscallError("clone", syscall.Errno(errno))
 	}
+	if v.parentMaps {
+		// The child runs beside us, sharing our memory: it must be
+		// released and then waited for until it stops reading v.
+		mapErr := v.writeIDMaps(int(pid))
+		if mapErr != nil {
+			syscall.Kill(int(pid), syscall.SIGKILL)
+		}
+		atomic.StoreUint32(&v.prog.goAhead, 1)
+		futex(&v.prog.goAhead, futexWake, 1)
+		for atomic.LoadUint32(&v.prog.execDone) != 0 {
+			futex(&v.prog.execDone, futexWait, 1)
+		}
+		if mapErr != nil {
+			reap(int(pid))
+			return 0, fmt.Errorf("starting %s: %w", v.path, mapErr)
+		}
+	}
+	// Everything the child read is in v; it is done with it now.
+	runtime.KeepAlive(v)
 	if v.prog.errno == 0 {
 		return int(pid), nil
 	}
-	var ws syscall.WaitStatus
-	for {
-		if _, err := syscall.Wait4(int(pid), &ws, 0, nil); err != syscall.EINTR {
-			break
-		}
-	}
+	reap(int(pid))
 	step := int(v.prog.failedStep)
 	err := syscall.Errno(v.prog.errno)
 	if step >= len(v.names) {
@@ -369,6 +411,39 @@ func (v *vforkSpawn) run() (int, error) {
 		return 0, &os.PathError{Op: "fork/exec", Path: v.path, Err: err}
 	}
 	return 0, fmt.Errorf("starting %s: %s in the child: %w", v.path, v.names[step], err)
+}
+
+// writeIDMaps writes the child's id maps from the parent.
+func (v *vforkSpawn) writeIDMaps(pid int) error {
+	for _, f := range v.idMapFiles() {
+		path := fmt.Sprintf("/proc/%d/%s", pid, f.name)
+		if err := os.WriteFile(path, []byte(f.content), 0); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// reap waits for the child pid, which has exited or is about to.
+func reap(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// futex operations, shared (not FUTEX_PRIVATE_FLAG): the kernel's
+// CLONE_CHILD_CLEARTID wake-up is a shared one.
+const (
+	futexWait = 0
+	futexWake = 1
+)
+
+// futex waits on *addr while it holds val, or wakes val waiters.
+func futex(addr *uint32, op, val uintptr) {
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), op, val, 0, 0, 0)
 }
 
 // startVfork starts cmd with the vfork spawner and sets cmd.Process, so

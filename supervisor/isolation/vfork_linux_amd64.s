@@ -11,6 +11,8 @@
 #define P_ERRNO 48
 #define P_SIGSCRATCH 56
 #define P_SIGDEFAULT 88
+#define P_GOAHEAD 120
+#define P_EXECDONE 124
 #define S_OP 0
 #define S_TRAP 8
 #define S_ARG0 16
@@ -27,6 +29,7 @@
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigprocmask 14
 #define SYS_clone 56
+#define SYS_futex 202
 #define SYS_exit_group 231
 #define SYS_openat 257
 #define SIG_SETMASK 2
@@ -40,7 +43,8 @@
 //
 // No Go code runs between blocking the signals and restoring them, so the
 // goroutine cannot move to another thread in between. The child uses no
-// stack at all: it shares the parent's, and the parent's frame is live.
+// stack at all: it shares the parent's, and the parent's frame is live
+// (with CLONE_VFORK) or in use by the parent running beside it (without).
 TEXT ·vforkExec(SB),NOSPLIT,$0-24
 	MOVQ	p+0(FP), R12
 
@@ -55,7 +59,7 @@ TEXT ·vforkExec(SB),NOSPLIT,$0-24
 	MOVQ	P_CLONEFLAGS(R12), DI
 	XORQ	SI, SI			// the same stack: the parent is suspended
 	XORQ	DX, DX
-	XORQ	R10, R10
+	LEAQ	P_EXECDONE(R12), R10	// used with CLONE_CHILD_CLEARTID only
 	XORQ	R8, R8
 	SYSCALL
 	CMPQ	AX, $0
@@ -98,6 +102,8 @@ next:
 	JEQ	opWriteFile
 	CMPQ	AX, $3
 	JEQ	opSigReset
+	CMPQ	AX, $4
+	JEQ	opWaitGo
 	MOVQ	$EINVAL, AX
 	JMP	fail
 
@@ -169,6 +175,18 @@ sigNext:
 sigSkip:
 	INCQ	R8
 	JMP	sigNext
+
+opWaitGo:
+	MOVQ	S_ARG0(R14), DI
+	MOVL	(DI), AX
+	CMPL	AX, $0
+	JNE	done
+	MOVQ	$SYS_futex, AX
+	XORQ	SI, SI			// FUTEX_WAIT, shared
+	XORQ	DX, DX			// while the word is 0
+	XORQ	R10, R10		// no timeout
+	SYSCALL
+	JMP	opWaitGo
 
 done:
 	INCQ	BX

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -34,6 +35,8 @@ func TestVforkLayout(t *testing.T) {
 		{"errno", unsafe.Offsetof(p.errno), 48},
 		{"sigScratch", unsafe.Offsetof(p.sigScratch), 56},
 		{"sigDefault", unsafe.Offsetof(p.sigDefault), 88},
+		{"goAhead", unsafe.Offsetof(p.goAhead), 120},
+		{"execDone", unsafe.Offsetof(p.execDone), 124},
 		{"step.op", unsafe.Offsetof(s.op), 0},
 		{"step.trap", unsafe.Offsetof(s.trap), 8},
 		{"step.args", unsafe.Offsetof(s.args), 16},
@@ -201,6 +204,62 @@ func TestVforkMatchesExec(t *testing.T) {
 	}
 }
 
+// TestVforkForeignHostID starts a child whose ids map to another host id
+// than the server's, as a root server maps its workers to an unprivileged
+// user: the parent writes the maps while the child waits (no CLONE_VFORK).
+// The child must match an os/exec child.
+func TestVforkForeignHostID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mapping to another host id needs CAP_SETUID: run as root")
+	}
+	const hostID = 65534
+	attr, report := SysProcAttr(Options{})
+	requireComplete(t, report)
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 1000, HostID: hostID, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 1000, HostID: hostID, Size: 1}}
+	sleep, err := exec.LookPath("sleep") // the test binary may not be readable by hostID
+	if err != nil {
+		t.Skip("no sleep executable")
+	}
+	spawner := NewSpawner()
+	defer spawner.Close()
+	views := map[bool]procView{}
+	for _, disabled := range []bool{false, true} {
+		vforkDisabled = disabled
+		a := *attr
+		cmd := &exec.Cmd{Path: sleep, Args: []string{"sleep", "60"}, Env: []string{}, SysProcAttr: &a}
+		if !disabled {
+			v, err := prepareVfork(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parentMaps := v.parentMaps
+			v.release()
+			if !parentMaps {
+				t.Fatal("a map to another host id was left to the child")
+			}
+		}
+		if err := spawner.Start(cmd); err != nil {
+			t.Fatalf("vforkDisabled=%v: %v", disabled, err)
+		}
+		// sleep has no start-up to wait for: what /proc shows is settled
+		// once execve has returned, which Start waits for either way.
+		views[disabled] = readProcView(t, cmd.Process.Pid)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}
+	vforkDisabled = false
+	vf, ex := views[false], views[true]
+	if want := fmt.Sprintf("1000 %d 1", hostID); vf.uidMap != want || vf.gidMap != want {
+		t.Errorf("maps %q / %q, want %q", vf.uidMap, vf.gidMap, want)
+	}
+	if !reflect.DeepEqual(vf.status, ex.status) || vf.uidMap != ex.uidMap || vf.gidMap != ex.gidMap || vf.setgroups != ex.setgroups {
+		t.Errorf("vfork child %+v\nos/exec child %+v", vf, ex)
+	}
+	// The child keeps the server's credentials outside (Uid 0 here), as
+	// with os/exec: the map alone does not change them.
+}
+
 // TestVforkFDs checks that the child gets exactly fds 0-2 and ExtraFiles,
 // even when the server holds a descriptor without close-on-exec.
 func TestVforkFDs(t *testing.T) {
@@ -311,7 +370,7 @@ func TestVforkSupported(t *testing.T) {
 		{"foreign host uid", func(c *exec.Cmd) {
 			c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
 			c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 1, HostID: euid + 1, Size: 1}}
-		}, false},
+		}, true},
 		{"wide map", func(c *exec.Cmd) {
 			c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
 			c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 1, HostID: euid, Size: 2}}
