@@ -171,8 +171,10 @@ func TestVforkMatchesExec(t *testing.T) {
 			t.Fatalf("vforkDisabled=%v: child did not get ready: %v", disabled, err)
 		}
 		views[disabled] = readProcView(t, cmd.Process.Pid)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
+		// Both children live until both are read: the kernel reuses a
+		// dead namespace's inode number.
+		defer cmd.Wait()
+		defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	vforkDisabled = false
 	vf, ex := views[false], views[true]
