@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +21,15 @@ import (
 // helperEnv makes the test binary act as a worker: "inspect" prints what
 // it sees of its own isolation, "sleep" waits to be killed, "exit" exits.
 const helperEnv = "CAPSULE_ISOLATION_HELPER"
+
+// init keeps a helper's main goroutine on the main thread: the parent-death
+// signal that inspect reads is per thread, and only the thread that
+// execve'd has it.
+func init() {
+	if os.Getenv(helperEnv) != "" {
+		runtime.LockOSThread()
+	}
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
@@ -31,6 +42,15 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "sleep":
 		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "ready-sleep":
+		// Say when the runtime is up, so that what the parent reads in
+		// /proc is settled.
+		os.Stdout.Write([]byte("ready\n"))
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "fds":
+		fmt.Println(openFDs())
 		os.Exit(0)
 	case "spawn-sleeper":
 		// A supervisor in miniature: start a sleeper through a Spawner,
@@ -47,6 +67,26 @@ func TestMain(m *testing.M) {
 	default:
 		os.Exit(0)
 	}
+}
+
+// openFDs lists the open file descriptors below 1024, by asking each
+// one (reading /proc/self/fd would open one more), leaving out those of
+// the Go runtime's own: its poller and the cgroup CPU limit files it
+// keeps open.
+func openFDs() []int {
+	var fds []int
+	for fd := 0; fd < 1024; fd++ {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0); e != 0 {
+			continue
+		}
+		target, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]" ||
+			strings.HasPrefix(target, "/sys/fs/cgroup/") {
+			continue
+		}
+		fds = append(fds, fd)
+	}
+	return fds
 }
 
 // view is what a child sees of itself.

@@ -50,11 +50,13 @@ func (s *Spawner) loop(ready chan<- struct{}) {
 	close(ready)
 	defer close(s.done)
 	for req := range s.reqs {
-		req.reply <- req.cmd.Start()
+		req.reply <- startCmd(req.cmd)
 	}
 }
 
-// Start runs cmd.Start on the spawner's thread and returns its error.
+// Start starts cmd on the spawner's thread and returns its error. On
+// linux/amd64 it uses the vfork spawner when it can (see startCmd), else
+// cmd.Start; either way cmd.Wait and cmd.Process work as after cmd.Start.
 func (s *Spawner) Start(cmd *exec.Cmd) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
