@@ -45,6 +45,11 @@ const (
 // ModeSnapshot.
 const SnapshotFD = 6
 
+// ImageFD is the worker's file descriptor of the module's compiled image
+// (wazero's experimental.WithCompiledImage), given with the snapshot: a
+// sealed, read-only memfd in ModeRun, a writable one in ModeSnapshot.
+const ImageFD = 7
+
 // Ready says the worker is waiting for its one request.
 type Ready struct {
 	Protocol int `json:"protocol"`

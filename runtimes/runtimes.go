@@ -14,6 +14,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // Language names, as used on the command line, in the ipc protocol and in
@@ -46,6 +48,25 @@ type Config struct {
 	// image must have been made for.
 	Snapshot    *os.File
 	SnapshotKey string
+	// CompiledImage, when set, is a mapping of the module's compiled image
+	// (wazero's experimental.WithCompiledImage): the compiled code runs
+	// from it in place, with nothing decoded, validated or copied that a
+	// compiled module does not need. ImageWriter, when set, receives that
+	// image once the module is compiled.
+	CompiledImage []byte
+	ImageWriter   io.Writer
+}
+
+// CompileContext is the context a runtime compiles its own module under,
+// carrying cfg's compiled image or image writer.
+func (cfg Config) CompileContext(ctx context.Context) context.Context {
+	if cfg.CompiledImage != nil {
+		ctx = experimental.WithCompiledImage(ctx, cfg.CompiledImage)
+	}
+	if cfg.ImageWriter != nil {
+		ctx = experimental.WithCompiledImageWriter(ctx, cfg.ImageWriter)
+	}
+	return ctx
 }
 
 // Streams receive the guest's standard output and standard error. Writes must

@@ -55,13 +55,14 @@ type process struct {
 // It starts from the language's interpreter snapshot, which the first call
 // makes (and waits for).
 func (s *Supervisor) startProcess(language string) (*process, error) {
-	image, key := s.snapshots.get(language)
-	return s.spawnWorker(language, ipc.ModeRun, key, image)
+	image, code, key := s.snapshots.get(language)
+	return s.spawnWorker(language, ipc.ModeRun, key, image, code)
 }
 
-// spawnWorker starts a worker in mode. image, when not nil, becomes its
-// ipc.SnapshotFD: the snapshot named key to start from, or to write.
-func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*process, error) {
+// spawnWorker starts a worker in mode. image and code, when not nil, become
+// its ipc.SnapshotFD and ipc.ImageFD: the snapshot named key and the
+// compiled image to start from, or to write.
+func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.File) (*process, error) {
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating ipc pipe: %w", err)
@@ -80,16 +81,17 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image *os.File) (*p
 		fromW.Close()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
-	// fds 3 and 4, fdCacheDir and ipc.SnapshotFD; a nil entry is closed
-	// in the child.
-	files := []*os.File{toR, fromW, nil, nil}
+	// fds 3 and 4, fdCacheDir, ipc.SnapshotFD and ipc.ImageFD; a nil
+	// entry is closed in the child.
+	files := []*os.File{toR, fromW, nil, nil, nil}
 	cacheDir := ""
 	if s.cacheDir != nil {
 		files[fdCacheDir-3] = s.cacheDir
 		cacheDir = workerCacheDir
 	}
-	if image != nil {
+	if image != nil && code != nil {
 		files[ipc.SnapshotFD-3] = image
+		files[ipc.ImageFD-3] = code
 	} else {
 		key = ""
 	}

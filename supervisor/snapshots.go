@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -45,18 +46,21 @@ type snapshots struct {
 type snapshotEntry struct {
 	once sync.Once
 	key  string
-	file *os.File // sealed, read-only; nil when the language has none
+	// file is the interpreter snapshot and code the module's compiled
+	// image (wazero's experimental.WithCompiledImage), both sealed and
+	// read-only; nil when the language has none.
+	file, code *os.File
 }
 
 func newSnapshots(s *Supervisor) *snapshots {
 	return &snapshots{s: s, by: map[string]*snapshotEntry{}}
 }
 
-// get returns language's image and its key, making it on the first call;
-// concurrent callers wait for that. Without an image (it could not be
-// made: the reason is logged once) it returns nil, and workers start their
-// interpreter cold.
-func (ss *snapshots) get(language string) (*os.File, string) {
+// get returns language's snapshot, compiled image and key, making them on
+// the first call; concurrent callers wait for that. Without them (they
+// could not be made: the reason is logged once) it returns nils, and
+// workers compile through the file cache and start their interpreter cold.
+func (ss *snapshots) get(language string) (snapshot, code *os.File, key string) {
 	ss.mu.Lock()
 	e, ok := ss.by[language]
 	if !ok {
@@ -66,17 +70,17 @@ func (ss *snapshots) get(language string) (*os.File, string) {
 	ss.mu.Unlock()
 	e.once.Do(func() {
 		start := time.Now()
-		key, f, made, err := ss.load(language)
+		key, files, made, err := ss.load(language)
 		if err != nil {
 			ss.s.log.Error("no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU",
 				"language", language, "error", err)
 			return
 		}
-		e.key, e.file = key, f
+		e.key, e.file, e.code = key, files[0], files[1]
 		ss.s.log.Debug("interpreter snapshot ready", "language", language, "key", key, "made", made,
 			"duration", time.Since(start))
 	})
-	return e.file, e.key
+	return e.file, e.code, e.key
 }
 
 // close releases the images. Workers that have them keep their own
@@ -86,60 +90,123 @@ func (ss *snapshots) close() {
 	defer ss.mu.Unlock()
 	for _, e := range ss.by {
 		e.once.Do(func() {})
-		if e.file != nil {
-			e.file.Close()
+		for _, f := range []*os.File{e.file, e.code} {
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
 }
 
-// load finds the image for language in the cache directory, verified, or
-// makes it.
-func (ss *snapshots) load(language string) (key string, f *os.File, made bool, err error) {
+// artifacts are the file name prefixes of what a snapshot worker makes: the
+// interpreter snapshot and the compiled image.
+var artifacts = [2]string{"snapshot-", "code-"}
+
+// load finds the snapshot and compiled image for language in the cache
+// directory, verified, or makes them.
+func (ss *snapshots) load(language string) (key string, files [2]*os.File, made bool, err error) {
 	key, err = worker.SnapshotKey(language, uint64(ss.s.cfg.Limits.Memory))
 	if err != nil {
-		return "", nil, false, err
+		return "", files, false, err
 	}
+	// The compiled code also depends on the compiler (capsule's own
+	// build, wazero's patches included) and the CPU.
+	key += "-" + buildKey()
 	dir := ss.s.cfg.CacheDir
-	path := filepath.Join(dir, "snapshot-"+key+".img")
+	var paths [2]string
+	for i, a := range artifacts {
+		paths[i] = filepath.Join(dir, a+key+".img")
+	}
 	if dir != "" {
-		f, err := readVerified(path)
-		switch {
-		case err == nil:
-			return key, f, false, nil
-		case errors.Is(err, os.ErrNotExist):
-		default:
-			ss.s.log.Warn("interpreter snapshot refused; making it again", "path", path, "error", err)
+		ok := true
+		for i, path := range paths {
+			f, err := readVerified(path)
+			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) {
+					ss.s.log.Warn("interpreter snapshot refused; making it again", "path", path, "error", err)
+				}
+				ok = false
+				break
+			}
+			files[i] = f
+		}
+		if ok {
+			return key, files, false, nil
+		}
+		for i, path := range paths {
+			if files[i] != nil {
+				files[i].Close()
+				files[i] = nil
+			}
 			_ = os.Remove(path)
 			_ = os.Remove(path + ".sha256")
 		}
 	}
-	f, err = ss.make(language, key)
+	made2, err := ss.make(language, key)
 	if err != nil {
-		return "", nil, false, err
+		return "", files, false, err
 	}
-	if dir != "" {
-		if err := storeImage(f, path); err != nil {
-			// The image works; only the next start pays for it again.
-			ss.s.log.Warn("cannot keep the interpreter snapshot in the cache", "path", path, "error", err)
+	for i, f := range made2 {
+		if dir != "" {
+			if err := storeImage(f, paths[i]); err != nil {
+				// It works; only the next start pays for it again.
+				ss.s.log.Warn("cannot keep the interpreter snapshot in the cache", "path", paths[i], "error", err)
+			}
+		}
+		if files[i], err = seal(f); err != nil {
+			return "", files, false, err
 		}
 	}
-	ro, err := seal(f)
-	if err != nil {
-		return "", nil, false, err
-	}
-	return key, ro, true, nil
+	return key, files, true, nil
 }
 
-// make runs a snapshot worker that writes the image into a new memfd.
-func (ss *snapshots) make(language, key string) (*os.File, error) {
-	f, err := newMemfd("capsule-snapshot-" + language)
-	if err != nil {
-		return nil, err
+// buildKey identifies this binary's build and the CPU it runs on: a
+// compiled image is valid for those only.
+var buildKey = sync.OnceValue(func() string {
+	h := sha256.New()
+	if exe, err := os.Open("/proc/self/exe"); err == nil {
+		if f, err := elf.NewFile(exe); err == nil {
+			if sec := f.Section(".note.go.buildid"); sec != nil {
+				b, _ := sec.Data()
+				h.Write(b)
+			}
+		}
+		exe.Close()
 	}
-	p, err := ss.s.spawnWorker(language, ipc.ModeSnapshot, key, f)
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if strings.HasPrefix(line, "flags") {
+				h.Write([]byte(line))
+				break
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+})
+
+// make runs a snapshot worker that writes the snapshot and the compiled
+// image into new memfds.
+func (ss *snapshots) make(language, key string) ([2]*os.File, error) {
+	var files [2]*os.File
+	closeAll := func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	for i := range files {
+		f, err := newMemfd("capsule-" + artifacts[i] + language)
+		if err != nil {
+			closeAll()
+			return files, err
+		}
+		files[i] = f
+	}
+	p, err := ss.s.spawnWorker(language, ipc.ModeSnapshot, key, files[0], files[1])
 	if err != nil {
-		f.Close()
-		return nil, err
+		closeAll()
+		return files, err
 	}
 	err = p.awaitReady(context.Background(), snapshotTimeout)
 	if err == nil {
@@ -150,10 +217,10 @@ func (ss *snapshots) make(language, key string) (*os.File, error) {
 	}
 	p.close()
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("snapshot worker: %w (worker stderr: %s)", err, p.stderr.String())
+		closeAll()
+		return files, fmt.Errorf("snapshot worker: %w (worker stderr: %s)", err, p.stderr.String())
 	}
-	return f, nil
+	return files, nil
 }
 
 // readVerified copies the image at path into a new sealed memfd, checking

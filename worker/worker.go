@@ -189,6 +189,11 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		unix.CloseOnExec(ipc.SnapshotFD)
 		cfg.Snapshot = os.NewFile(ipc.SnapshotFD, "snapshot")
 		cfg.SnapshotKey = setup.SnapshotKey
+		image, err := mapImage(ipc.ImageFD)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cfg.CompiledImage = image
 	}
 	engine, err := Compile(ctx, setup.Language, cfg)
 	if err != nil {
@@ -220,6 +225,7 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	engine, err := Compile(ctx, setup.Language, runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
+		ImageWriter:      os.NewFile(ipc.ImageFD, "compiled image"),
 	})
 	if err != nil {
 		return err
@@ -282,4 +288,20 @@ func (c *phaseClock) mark(phase string) {
 	now := time.Duration(ts.Nano())
 	c.phases = append(c.phases, ipc.PhaseCPU{Phase: phase, Micros: (now - c.last).Microseconds()})
 	c.last = now
+}
+
+// mapImage maps the compiled image the supervisor gave on fd, privately
+// and read-only (wazero makes its code executable in place, before the
+// lockdown forbids that), and closes fd: the mapping keeps the image.
+func mapImage(fd int) ([]byte, error) {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("compiled image: %w", err)
+	}
+	b, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("compiled image: mmap: %w", err)
+	}
+	return b, nil
 }

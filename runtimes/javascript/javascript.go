@@ -103,7 +103,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		rc = rc.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	e, err := compileIn(ctx, rt, pages*65536)
+	e, err := compileIn(ctx, cfg, rt, pages*65536)
 	if err == nil && cfg.Snapshot != nil {
 		if e.image, err = snapshot.Open(cfg.Snapshot, cfg.SnapshotKey); err != nil {
 			err = fmt.Errorf("javascript: %w", err)
@@ -116,11 +116,11 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	return e, nil
 }
 
-func compileIn(ctx context.Context, rt wazero.Runtime, limit uint64) (*engine, error) {
+func compileIn(ctx context.Context, cfg runtimes.Config, rt wazero.Runtime, limit uint64) (*engine, error) {
 	if !bytes.HasPrefix(wasmModule, []byte("\x00asm")) {
 		return nil, fmt.Errorf("javascript: dist/quickjs.wasm is not a wasm module (run runtimes/javascript/fetch.sh)")
 	}
-	compiled, err := rt.CompileModule(ctx, wasmModule)
+	compiled, err := rt.CompileModule(cfg.CompileContext(ctx), wasmModule)
 	if err != nil {
 		return nil, fmt.Errorf("javascript: compile: %w", err)
 	}

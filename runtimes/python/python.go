@@ -204,7 +204,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	if err != nil {
 		return fail(fmt.Errorf("python: embedded standard library: %w", err))
 	}
-	mod, err := rt.CompileModule(ctx, pythonWasm)
+	mod, err := rt.CompileModule(cfg.CompileContext(ctx), pythonWasm)
 	if err != nil {
 		return fail(fmt.Errorf("python: compile: %w", err))
 	}
