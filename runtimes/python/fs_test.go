@@ -33,7 +33,7 @@ func TestStdlibFS(t *testing.T) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := newStdlibFS(buf.Bytes())
+	s, err := newZipFS(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,8 @@ var (
 	pythonWasm []byte
 	//go:embed dist/python311.zip
 	stdlibZip []byte
+	//go:embed dist/tzdata.zip
+	tzdataZip []byte
 	//go:embed dist/VERSION
 	versionFile string
 )
@@ -64,6 +66,12 @@ const (
 	// sourceName is the file name the user's code gets in tracebacks. The
 	// bootstrap uses the same name.
 	sourceName = "<code>"
+	// zoneinfoDir is where the time zones are mounted: the first entry of
+	// CPython's zoneinfo.TZPATH.
+	zoneinfoDir = "/usr/share/zoneinfo"
+	// ScratchDir is the guest's private writable directory, also its
+	// working directory.
+	ScratchDir = "/tmp"
 )
 
 // bootstrap is the program passed with -c, with its constants filled in.
@@ -72,6 +80,8 @@ var bootstrap = strings.NewReplacer(
 	"__SOURCE_NAME__", strconv.Quote(sourceName),
 	"__MAX_REPORT__", strconv.Itoa(maxReport),
 	"__STDLIB_DIR__", strconv.Quote(stdlibDir),
+	"__PACKAGES_DIR__", strconv.Quote(PackagesDir),
+	"__SCRATCH_DIR__", strconv.Quote(ScratchDir),
 ).Replace(bootstrapSource)
 
 // Versions reports the embedded interpreter's CPython version and the
@@ -92,12 +102,30 @@ func Versions() (cpython, debian string) {
 	return cpython, debian
 }
 
+// Libraries reports the Debian source packages of the libraries and data
+// built into the runtime (zlib, sqlite3, xz-utils, bzip2, tzdata), each as
+// "name version", in build order (from dist/VERSION).
+func Libraries() []string {
+	var libs []string
+	for line := range strings.Lines(versionFile) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && k != "cpython" && k != "debian" {
+			libs = append(libs, k+" "+v)
+		}
+	}
+	return libs
+}
+
 // engine is a compiled interpreter within one wazero runtime.
 type engine struct {
 	rt         wazero.Runtime
 	cache      wazero.CompilationCache
 	module     wazero.CompiledModule
-	stdlib     *stdlibFS
+	stdlib     *zipFS
+	zoneinfo   *zipFS
+	packages   *Packages // nil without --python-path
+	packagesFS *zipFS
+	scratch    int64 // bytes of the scratch directory
 	limitBytes uint64
 	running    atomic.Int32 // guests whose _start has not returned
 }
@@ -137,31 +165,37 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		return nil, err
 	}
 
-	// The WASI host module is wazero's, with two functions replaced:
-	// fd_write (to carry the result channel) and poll_oneoff (to support
-	// the absolute clock subscriptions CPython sleeps with). It is
-	// compiled and instantiated once; per-instance state reaches the host
-	// functions through the context of the _start call.
+	// The WASI host module is wazero's, with some functions replaced (see
+	// exportHostFunctions). It is compiled and instantiated once;
+	// per-instance state reaches the host functions through the context
+	// of the _start call.
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
-	i32 := api.ValueTypeI32
-	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(fdWrite), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("fd", "iovs", "iovs_len", "result.nwritten").
-		WithResultNames("errno").
-		Export("fd_write")
-	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("in", "out", "nsubscriptions", "result.nevents").
-		WithResultNames("errno").
-		Export("poll_oneoff")
+	if err := exportHostFunctions(ctx, rt, b); err != nil {
+		return fail(fmt.Errorf("python: wasi host module: %w", err))
+	}
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fail(fmt.Errorf("python: wasi host module: %w", err))
 	}
 
-	stdlib, err := newStdlibFS(stdlibZip)
+	stdlib, err := newZipFS(stdlibZip)
 	if err != nil {
 		return fail(fmt.Errorf("python: embedded standard library: %w", err))
+	}
+	zoneinfo, err := newZipFS(tzdataZip)
+	if err != nil {
+		return fail(fmt.Errorf("python: embedded time zones: %w", err))
+	}
+	var packages *Packages
+	var packagesFS *zipFS
+	if cfg.PythonPath != "" {
+		// Read before the worker's lockdown, which forbids opening files.
+		if packages, err = OpenPackages(cfg.PythonPath); err != nil {
+			return fail(err)
+		}
+		if packagesFS, err = newZipFS(packages.archive); err != nil {
+			packages.Close()
+			return fail(fmt.Errorf("python path %s: %w", cfg.PythonPath, err))
+		}
 	}
 	mod, err := rt.CompileModule(ctx, pythonWasm)
 	if err != nil {
@@ -172,6 +206,10 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		cache:      cache,
 		module:     mod,
 		stdlib:     stdlib,
+		zoneinfo:   zoneinfo,
+		packages:   packages,
+		packagesFS: packagesFS,
+		scratch:    cfg.ScratchBytes,
 		limitBytes: pages * wasmPage,
 	}, nil
 }
@@ -192,6 +230,9 @@ func (e *engine) Close(ctx context.Context) error {
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	if e.packages != nil {
+		e.packages.Close()
 	}
 	return err
 }
@@ -222,10 +263,10 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtime
 		done:     make(chan struct{}),
 		reported: make(chan struct{}, 1),
 		nowFunc:  nanotime,
+		files:    &guestFiles{},
 	}
-	// No host directory is ever mounted: the only file system is the
-	// embedded standard library, read-only. The environment is only
-	// what is set here.
+	// No host directory is ever mounted. The environment is only what is
+	// set here.
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
@@ -241,7 +282,8 @@ func (e *engine) Prepare(ctx context.Context, streams runtimes.Streams) (runtime
 		WithEnv("PYTHONUNBUFFERED", "1").
 		WithEnv("PYTHONIOENCODING", "utf-8").
 		WithEnv("LANG", "C.UTF-8").
-		WithFSConfig(wazero.NewFSConfig().WithFSMount(e.stdlib, stdlibDir)).
+		WithEnv("TMPDIR", ScratchDir).
+		WithFSConfig(e.fsConfig(inst.files)).
 		WithStdin(inst.stdin).
 		WithStdout(stdout).
 		WithStderr(stderr).
@@ -304,6 +346,7 @@ type instance struct {
 	stderr  io.Writer
 	stdin   *requestReader
 	nowFunc func() int64
+	files   *guestFiles
 
 	// report collects what the guest writes to resultFD (under reportMu:
 	// Run may read it while the guest is still exiting); reported is
@@ -435,7 +478,7 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 		m.Error.Traceback = rep.Error.Traceback
 		return m
 	}
-	return out
+	return in.scratchOutcome(out)
 }
 
 // memoryOutcome is the outcome of a guest stopped by the memory limit.

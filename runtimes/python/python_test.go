@@ -46,7 +46,7 @@ func engineWithLimit(tb testing.TB, limit uint64) runtimes.Engine {
 	if e, ok := engines[limit]; ok {
 		return e
 	}
-	e, err := Compile(context.Background(), runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir})
+	e, err := Compile(context.Background(), runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir, ScratchBytes: testScratch})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}
@@ -96,6 +96,9 @@ func run(tb testing.TB, limit uint64, code string, inputs json.RawMessage) resul
 }
 
 const defaultLimit = 256 << 20
+
+// testScratch is the test engines' scratch directory size.
+const testScratch = 8 << 20
 
 func TestRun(t *testing.T) {
 	type check func(t *testing.T, r result)
