@@ -22,6 +22,11 @@ type Setup struct {
 	MaxTimeoutMS int64 `json:"max_timeout_ms"`
 	// CacheDir is wazero's compilation cache directory, or empty.
 	CacheDir string `json:"cache_dir"`
+	// ScratchBytes caps the guest's private writable directory.
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// PythonPath is the operator's directory or zip of pure-Python
+	// packages (an absolute path), or empty.
+	PythonPath string `json:"python_path,omitempty"`
 }
 
 // Ready says the worker is waiting for its one request.
@@ -57,7 +62,7 @@ type Done struct {
 // valid UTF-8 text, non-negative counts, and a result that is one JSON value.
 func (d *Done) Validate() error {
 	switch d.Limit {
-	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput:
+	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput, runtimes.LimitScratch:
 	default:
 		return fmt.Errorf("ipc: done frame names unknown limit %q", d.Limit)
 	}
@@ -88,7 +93,7 @@ func (s *Setup) Validate() error {
 	if s.Language == "" {
 		return fmt.Errorf("ipc: setup names no language")
 	}
-	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 {
+	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 || s.ScratchBytes < 0 {
 		return fmt.Errorf("ipc: setup has invalid limits")
 	}
 	return nil

@@ -107,6 +107,8 @@ func (s *Supervisor) startProcess(language string) (*process, error) {
 		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
 		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
 		CacheDir:     s.cfg.CacheDir,
+		ScratchBytes: int64(s.cfg.Limits.Scratch),
+		PythonPath:   s.cfg.PythonPath,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

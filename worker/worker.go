@@ -169,6 +169,8 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer) (runtimes.I
 	engine, err := Compile(ctx, setup.Language, runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
+		ScratchBytes:     setup.ScratchBytes,
+		PythonPath:       setup.PythonPath,
 	})
 	if err != nil {
 		return nil, nil, nil, err
