@@ -210,7 +210,7 @@ func TestPythonPath(t *testing.T) {
 			}
 			res, st := s.call(t, "execute_python", "import greet, tally\n[greet.hello('capsule'), tally.total([1, 2]), greet.__file__]")
 			check(t, res, st, expectation{result: `["hello, capsule",3,"/usr/local/lib/python3.11/site-packages/greet/__init__.py"]`})
-			res, st = s.call(t, "execute_python", "open('/usr/local/lib/python3.11/site-packages/tally.py', 'w')")
+			res, st = s.call(t, "execute_python", "f = open('/usr/local/lib/python3.11/site-packages/tally.py', 'a')\nf.write('x')\nf.flush()")
 			check(t, res, st, expectation{isError: true})
 		})
 	}
