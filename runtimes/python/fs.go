@@ -130,29 +130,28 @@ func (s *zipFS) open(name string, files *guestFiles) (fs.File, error) {
 	if isDir {
 		return &memDir{info: memInfo{name: path.Base(name), mode: fs.ModeDir | 0o555}, entries: entries, closer: closer{files: files}}, nil
 	}
-	data, ok := s.data[name]
-	if !ok {
-		e := s.inflated[name]
-		e.once.Do(func() { e.data, e.err = inflate(f) })
-		if e.err != nil {
-			if files != nil {
-				files.release()
-			}
-			return nil, &fs.PathError{Op: "open", Path: name, Err: e.err}
-		}
-		data = e.data
+	info := memInfo{name: path.Base(name), size: int64(f.UncompressedSize64), mode: 0o444}
+	mf := &memFile{info: info, closer: closer{files: files}}
+	if data, ok := s.data[name]; ok {
+		mf.r = bytes.NewReader(data)
+	} else {
+		mf.inflated, mf.zf = s.inflated[name], f
 	}
-	info := memInfo{name: path.Base(name), size: int64(len(data)), mode: 0o444}
-	return &memFile{Reader: bytes.NewReader(data), info: info, closer: closer{files: files}}, nil
+	return mf, nil
 }
 
-func inflate(f *zip.File) ([]byte, error) {
-	rc, err := f.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, int64(f.UncompressedSize64)))
+// get returns the entry's content, inflating it on the first call.
+func (e *inflatedEntry) get(f *zip.File) ([]byte, error) {
+	e.once.Do(func() {
+		rc, err := f.Open()
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer rc.Close()
+		e.data, e.err = io.ReadAll(io.LimitReader(rc, int64(f.UncompressedSize64)))
+	})
+	return e.data, e.err
 }
 
 // closer gives back an open file's slot, once.
@@ -186,15 +185,53 @@ func (i memInfo) Info() (fs.FileInfo, error) { return i, nil }
 
 // memFile is an open file. It seeks (tokenize.open rewinds after detecting
 // the encoding) and reads at offsets (wazero's fd_pread), both courtesy of
-// bytes.Reader.
+// bytes.Reader. A compressed entry is inflated only when first read: wazero
+// stats a file by opening it, and CPython stats every source it imports.
 type memFile struct {
-	*bytes.Reader
-	info memInfo
+	info     memInfo
+	r        *bytes.Reader
+	inflated *inflatedEntry // with zf, for a compressed entry not read yet
+	zf       *zip.File
 	closer
+}
+
+func (f *memFile) reader() (*bytes.Reader, error) {
+	if f.r == nil {
+		data, err := f.inflated.get(f.zf)
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: f.info.name, Err: err}
+		}
+		f.r = bytes.NewReader(data)
+	}
+	return f.r, nil
 }
 
 func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
 
+func (f *memFile) Read(p []byte) (int, error) {
+	r, err := f.reader()
+	if err != nil {
+		return 0, err
+	}
+	return r.Read(p)
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	r, err := f.reader()
+	if err != nil {
+		return 0, err
+	}
+	return r.ReadAt(p, off)
+}
+
+// Seek implements io.Seeker.
+func (f *memFile) Seek(offset int64, whence int) (int64, error) {
+	r, err := f.reader()
+	if err != nil {
+		return 0, err
+	}
+	return r.Seek(offset, whence)
+}
 // memDir is an open directory.
 type memDir struct {
 	info    memInfo
