@@ -53,9 +53,10 @@ var bootstrapSource string
 
 const (
 	// resultFD is the file descriptor on which the bootstrap writes its
-	// report. No file the guest can open gets such a number (the only
-	// preopen is fd 3), and the host's fd_write routes it to the instance's
-	// report buffer instead of any stream.
+	// report. No file the guest opens gets such a number (descriptors are
+	// numbered lowest first, and a guest holds at most maxOpenFiles), and
+	// the host's fd_write routes it to the instance's report buffer
+	// instead of any stream.
 	resultFD = 9999
 	// maxReport bounds the report buffer: the report carries the result
 	// value, so this is also the largest result a run can return.
