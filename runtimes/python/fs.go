@@ -232,6 +232,7 @@ func (f *memFile) Seek(offset int64, whence int) (int64, error) {
 	}
 	return r.Seek(offset, whence)
 }
+
 // memDir is an open directory.
 type memDir struct {
 	info    memInfo
