@@ -18,10 +18,10 @@ import (
 // worker's Go memory and is gone when the worker exits; nothing of the host
 // is behind it.
 //
-// Everything it holds counts against a byte budget: file contents by their
-// allocated capacity, and every file and directory by a fixed entry cost
-// plus its name, so neither big files nor millions of empty ones can grow
-// the worker past the budget. A write that would go over fails with ENOSPC
+// Everything it holds counts against a byte budget: file contents by the
+// blocks that hold them, and every name by a fixed entry cost plus its
+// length, so neither big files nor millions of empty ones can grow the
+// worker past the budget. A write that would go over fails with ENOSPC
 // (see guestFiles.fail), and the answer names the scratch limit.
 type scratchFS struct {
 	experimentalsys.UnimplementedFS
@@ -32,6 +32,11 @@ type scratchFS struct {
 	limit   int64
 	nextIno uint64
 	files   *guestFiles
+	// free holds blocks given back, for reuse: the tree then never holds
+	// more blocks than the budget, however often files come and go
+	// (garbage awaiting collection would add to it: a fill-and-delete loop
+	// held 50 MB more, measured).
+	free [][]byte
 }
 
 // scratchEntryCost is what each file or directory costs besides its name
@@ -43,7 +48,8 @@ type scratchNode struct {
 	ino      uint64
 	dir      bool
 	perm     fs.FileMode
-	data     []byte                  // file contents; cap(data) is what is charged
+	blocks   [][]byte                // file contents; nil blocks are holes
+	size     int64                   // file size
 	children map[string]*scratchNode // directory entries
 	nlink    int                     // names that lead here (0: unlinked)
 	open     int                     // open handles
@@ -84,8 +90,29 @@ func (s *scratchFS) release(n *scratchNode) {
 	if n.nlink > 0 || n.open > 0 {
 		return
 	}
-	s.used -= int64(cap(n.data))
-	n.data = nil
+	s.dropBlocks(n, 0)
+	n.size = 0
+}
+
+// scratchBlock is the unit file contents are kept and charged in, like a
+// disk's block: a file grows without being copied, so the worker holds
+// what is charged and no more (a contiguous buffer doubling as it grows
+// held twice the file, measured, while the old copy awaited collection).
+const scratchBlock = 4096
+
+// dropBlocks frees the blocks from index keep on.
+func (s *scratchFS) dropBlocks(n *scratchNode, keep int) {
+	for _, b := range n.blocks[keep:] {
+		if b != nil {
+			s.used -= scratchBlock
+			s.free = append(s.free, b)
+		}
+	}
+	clear(n.blocks[keep:])
+	n.blocks = n.blocks[:keep]
+	if keep == 0 {
+		n.blocks = nil
+	}
 }
 
 // entryCost is what a name in a directory is charged.
@@ -215,7 +242,7 @@ func (s *scratchFS) open(p string, flag experimentalsys.Oflag, perm fs.FileMode)
 
 func (n *scratchNode) stat() sys.Stat_t {
 	mode := n.perm
-	size := int64(len(n.data))
+	size := n.size
 	if n.dir {
 		mode |= fs.ModeDir
 		size = int64(len(n.children))
@@ -439,38 +466,39 @@ func (n *scratchNode) utimens(atim, mtim int64) {
 	n.ctim = time.Now().UnixNano()
 }
 
-// resize makes the file size bytes long, growing its capacity (and the
-// charge) geometrically but never past the budget, and zeroing what a
-// shrink leaves behind so a later growth reads zeros.
-func (s *scratchFS) resize(n *scratchNode, size int64) experimentalsys.Errno {
-	old := int64(len(n.data))
-	switch {
-	case size <= old:
-		clear(n.data[size:])
-		n.data = n.data[:size]
-		if size == 0 {
-			s.used -= int64(cap(n.data))
-			n.data = nil
-		}
-	case size <= int64(cap(n.data)):
-		n.data = n.data[:size]
-	default:
-		oldCap := int64(cap(n.data))
-		room := s.limit - s.used + oldCap
-		if size > room {
-			return s.files.fail(errnoNospc)
-		}
-		newCap := min(max(size, 2*oldCap, 4096), room)
-		grown := make([]byte, size, newCap)
-		copy(grown, n.data)
-		s.used += newCap - oldCap
-		n.data = grown
+// newBlock returns a zeroed block, reusing a freed one if there is one.
+func (s *scratchFS) newBlock() []byte {
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		clear(b)
+		return b
 	}
+	return make([]byte, scratchBlock)
+}
+
+// resize makes the file size bytes long. Growth adds holes, which take
+// no block until written; a shrink frees the blocks past the end and
+// zeroes the rest of the last one, so a later growth reads zeros.
+func (s *scratchFS) resize(n *scratchNode, size int64) experimentalsys.Errno {
+	if size > s.limit {
+		return s.files.fail(errnoNospc) // no file can be bigger than the directory
+	}
+	nblocks := int((size + scratchBlock - 1) / scratchBlock)
+	if size < n.size {
+		s.dropBlocks(n, nblocks)
+		if tail := size % scratchBlock; tail != 0 && n.blocks[nblocks-1] != nil {
+			clear(n.blocks[nblocks-1][tail:])
+		}
+	} else if nblocks > len(n.blocks) {
+		n.blocks = append(n.blocks, make([][]byte, nblocks-len(n.blocks))...)
+	}
+	n.size = size
 	n.mtim = time.Now().UnixNano()
 	n.ctim = n.mtim
 	return 0
 }
-
 // scratchFile is an open file or directory of a scratchFS.
 var _ experimentalsys.File = (*scratchFile)(nil)
 
@@ -525,11 +553,23 @@ func (f *scratchFile) readAt(buf []byte, off int64) (int, experimentalsys.Errno)
 		return 0, experimentalsys.EISDIR
 	case !f.readable:
 		return 0, experimentalsys.EBADF
-	case off >= int64(len(f.node.data)):
+	case off >= f.node.size:
 		return 0, 0
 	}
 	f.node.atim = time.Now().UnixNano()
-	return copy(buf, f.node.data[off:]), 0
+	buf = buf[:min(int64(len(buf)), f.node.size-off)]
+	for done := 0; done < len(buf); {
+		at := off + int64(done)
+		block, in := f.node.blocks[at/scratchBlock], int(at%scratchBlock)
+		n := min(len(buf)-done, scratchBlock-in)
+		if block == nil {
+			clear(buf[done : done+n])
+		} else {
+			copy(buf[done:done+n], block[in:])
+		}
+		done += n
+	}
+	return len(buf), 0
 }
 
 // fileOffset is int64. Seek takes it by this name because go vet's
@@ -546,7 +586,7 @@ func (f *scratchFile) Seek(offset fileOffset, whence int) (int64, experimentalsy
 	case io.SeekCurrent:
 		base = f.offset
 	case io.SeekEnd:
-		base = int64(len(f.node.data))
+		base = f.node.size
 	default:
 		return 0, experimentalsys.EINVAL
 	}
@@ -592,7 +632,7 @@ func (f *scratchFile) Write(buf []byte) (int, experimentalsys.Errno) {
 	defer f.fs.mu.Unlock()
 	off := f.offset
 	if f.append {
-		off = int64(len(f.node.data))
+		off = f.node.size
 	}
 	n, errno := f.writeAt(buf, off)
 	f.offset = off + int64(n)
@@ -617,14 +657,35 @@ func (f *scratchFile) writeAt(buf []byte, off int64) (int, experimentalsys.Errno
 	case len(buf) == 0:
 		return 0, 0
 	}
-	if end := off + int64(len(buf)); end > int64(len(f.node.data)) {
-		if errno := f.fs.resize(f.node, end); errno != 0 {
-			return 0, errno
+	end := off + int64(len(buf))
+	if end > f.fs.limit {
+		return 0, f.fs.files.fail(errnoNospc)
+	}
+	// Charge the blocks the write fills in before changing anything, so
+	// a write that does not fit leaves the file as it was.
+	first, last := int(off/scratchBlock), int((end-1)/scratchBlock)
+	missing := int64(0)
+	for i := first; i <= last; i++ {
+		if i >= len(f.node.blocks) || f.node.blocks[i] == nil {
+			missing++
 		}
 	}
-	n := copy(f.node.data[off:], buf)
+	if errno := f.fs.charge(missing * scratchBlock); errno != 0 {
+		return 0, errno
+	}
+	if end > f.node.size {
+		f.fs.resize(f.node, end) // within the limit, checked above
+	}
+	for done := 0; done < len(buf); {
+		at := off + int64(done)
+		i, in := int(at/scratchBlock), int(at%scratchBlock)
+		if f.node.blocks[i] == nil {
+			f.node.blocks[i] = f.fs.newBlock()
+		}
+		done += copy(f.node.blocks[i][in:], buf[done:])
+	}
 	f.node.mtim = time.Now().UnixNano()
-	return n, 0
+	return len(buf), 0
 }
 
 func (f *scratchFile) Truncate(size int64) experimentalsys.Errno {

@@ -102,6 +102,25 @@ func TestScratchFS(t *testing.T) {
 		t.Fatalf("after append: %q", got)
 	}
 
+	// A write far past the end leaves a hole that reads as zeros and is
+	// not charged; one past the whole budget is refused outright.
+	used := s.used
+	f = mustOpen(t, s, "sparse", create)
+	if _, errno := f.Pwrite([]byte("z"), 100*scratchBlock); errno != 0 {
+		t.Fatal(errno)
+	}
+	if charged := s.used - used - entryCost("sparse"); charged != scratchBlock {
+		t.Fatalf("a one-byte write after a hole charged %d bytes", charged)
+	}
+	if _, errno := f.Pwrite([]byte("z"), 1<<40); errno == 0 || files.pending.Swap(0) != errnoNospc {
+		t.Fatalf("a write past the budget: %v", errno)
+	}
+	f.Close()
+	if got := readFile(t, s, "sparse"); len(got) != 100*scratchBlock+1 || got[0] != 0 || got[len(got)-1] != 'z' {
+		t.Fatalf("sparse file: %d bytes", len(got))
+	}
+	s.Unlink("sparse")
+
 	// Rename over a file, into a directory; a directory not into itself.
 	if errno := s.Rename("a.txt", "d/b.txt"); errno != 0 {
 		t.Fatal(errno)
@@ -161,7 +180,8 @@ func TestScratchFSBudget(t *testing.T) {
 		}
 		written += n
 	}
-	if written > limit || written < limit-2*len(chunk)-scratchEntryCost {
+	// All but the last, partial block and the name's cost is usable.
+	if written > limit || written < limit-scratchBlock-len(chunk)-scratchEntryCost {
 		t.Fatalf("wrote %d bytes with a budget of %d", written, limit)
 	}
 	// Many empty files cost too.
