@@ -499,6 +499,7 @@ func (s *scratchFS) resize(n *scratchNode, size int64) experimentalsys.Errno {
 	n.ctim = n.mtim
 	return 0
 }
+
 // scratchFile is an open file or directory of a scratchFS.
 var _ experimentalsys.File = (*scratchFile)(nil)
 
