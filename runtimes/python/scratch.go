@@ -500,9 +500,9 @@ func (s *scratchFS) resize(n *scratchNode, size int64) experimentalsys.Errno {
 	return 0
 }
 
-// scratchFile is an open file or directory of a scratchFS.
 var _ experimentalsys.File = (*scratchFile)(nil)
 
+// scratchFile is an open file or directory of a scratchFS.
 type scratchFile struct {
 	experimentalsys.UnimplementedFile
 	fs                 *scratchFS
