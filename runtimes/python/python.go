@@ -200,6 +200,9 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	}
 	mod, err := rt.CompileModule(ctx, pythonWasm)
 	if err != nil {
+		if packages != nil {
+			packages.Close()
+		}
 		return fail(fmt.Errorf("python: compile: %w", err))
 	}
 	return &engine{
