@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,7 +241,14 @@ func abuseCorpus() []abuse {
 	return []abuse{
 		py("read host file", "open('/etc/passwd').read()", wantError),
 		py("read /proc", "open('/proc/self/environ').read()", wantError),
-		py("write host file", "open('/tmp/capsule-pwned', 'w').write('x')", wantError),
+		py("write host file", "open('/etc/capsule-pwned', 'w').write('x')", wantError),
+		// /tmp is the call's private in-memory directory: writing there
+		// works, and touches nothing of the host's /tmp.
+		py("write host /tmp", "open('/tmp/capsule-pwned', 'w').write('x')", func(t *testing.T, st structured) {
+			if _, err := os.Stat("/tmp/capsule-pwned"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the host's /tmp/capsule-pwned exists (%v) after a guest wrote its own", err)
+			}
+		}),
 		py("list host dirs", "import os\nsorted(set(os.listdir('/')) & {'etc', 'proc', 'home', 'root', 'tmp', 'dev'})",
 			func(t *testing.T, st structured) {
 				if st.Error == nil && string(st.Result) != "[]" {
