@@ -86,6 +86,7 @@ func TestDecodeDoneStrict(t *testing.T) {
 		{"trailing data", `{"exit_code":0} {}`, false},
 		{"trailing garbage", `{"exit_code":0}x`, false},
 		{"not an object", `[1]`, false},
+		{"scratch limit", `{"limit":"scratch","error":{"type":"OSError","message":"scratch: limit of 64MiB reached","traceback":""},"exit_code":1,"stdout_dropped":0,"stderr_dropped":0}`, true},
 		{"unknown limit", `{"limit":"disk","error":{"type":"","message":"","traceback":""}}`, false},
 		{"limit without error", `{"limit":"timeout"}`, false},
 		{"negative count", `{"stdout_dropped":-1}`, false},

@@ -29,6 +29,11 @@ type Setup struct {
 	// the one on SnapshotFD to start from (ModeRun). Empty in ModeRun
 	// means no snapshot: the interpreter starts cold.
 	SnapshotKey string `json:"snapshot_key,omitempty"`
+	// ScratchBytes caps the guest's private writable directory.
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// PythonPath is the operator's directory or zip of pure-Python
+	// packages (an absolute path), or empty.
+	PythonPath string `json:"python_path,omitempty"`
 }
 
 // Worker modes.
@@ -96,7 +101,7 @@ const maxPhases = 8
 // valid UTF-8 text, non-negative counts, and a result that is one JSON value.
 func (d *Done) Validate() error {
 	switch d.Limit {
-	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput:
+	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput, runtimes.LimitScratch:
 	default:
 		return fmt.Errorf("ipc: done frame names unknown limit %q", d.Limit)
 	}
@@ -135,7 +140,7 @@ func (s *Setup) Validate() error {
 	if s.Language == "" {
 		return fmt.Errorf("ipc: setup names no language")
 	}
-	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 {
+	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 || s.ScratchBytes < 0 {
 		return fmt.Errorf("ipc: setup has invalid limits")
 	}
 	if s.Mode != ModeRun && s.Mode != ModeSnapshot {

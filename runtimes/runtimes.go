@@ -31,6 +31,8 @@ const (
 	LimitMemory   = "memory"
 	LimitOutput   = "output"
 	LimitCodeSize = "code_size"
+	// LimitScratch is the size of the private scratch directory.
+	LimitScratch = "scratch"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the
@@ -67,6 +69,12 @@ func (cfg Config) CompileContext(ctx context.Context) context.Context {
 		ctx = experimental.WithCompiledImageWriter(ctx, cfg.ImageWriter)
 	}
 	return ctx
+	// ScratchBytes caps the guest's private writable directory (Python's
+	// /tmp), held in the worker's memory.
+	ScratchBytes int64
+	// PythonPath is the operator's directory or zip of pure-Python
+	// packages, or empty.
+	PythonPath string
 }
 
 // Streams receive the guest's standard output and standard error. Writes must

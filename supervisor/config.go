@@ -28,6 +28,10 @@ type Limits struct {
 	MaxOutput Size
 	// MaxCode caps the size of the submitted code.
 	MaxCode Size
+	// Scratch caps a Python call's private writable directory (/tmp, the
+	// working directory), held in the worker's memory on top of Memory;
+	// 0 means no writable directory.
+	Scratch Size
 }
 
 // DefaultLimits are the limits when no flag or environment variable is set.
@@ -37,6 +41,7 @@ var DefaultLimits = Limits{
 	Memory:     256 << 20,
 	MaxOutput:  1 << 20,
 	MaxCode:    1 << 20,
+	Scratch:    64 << 20,
 }
 
 // Config is everything the supervisor is configured with.
@@ -65,6 +70,9 @@ type Config struct {
 	// maxTimeoutGiven records that --max-timeout (or its variable) was
 	// set: a default may follow --timeout up, a given value may not.
 	maxTimeoutGiven bool
+	// PythonPath is a directory or zip of the operator's pure-Python
+	// packages, importable read-only in every Python call; empty for none.
+	PythonPath string
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -213,6 +221,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
+	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
+	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only)")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
 	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")

@@ -154,6 +154,8 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		CacheDir:     cacheDir,
 		Mode:         mode,
 		SnapshotKey:  key,
+		ScratchBytes: int64(s.cfg.Limits.Scratch),
+		PythonPath:   s.cfg.PythonPath,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"capsule/ipc"
 	"capsule/runtimes"
+	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 	"capsule/worker/lockdown"
 )
@@ -65,6 +67,9 @@ type Supervisor struct {
 	// cacheDir is the compilation cache every worker gets as fdCacheDir,
 	// or nil.
 	cacheDir *os.File
+	// pythonPackages names what --python-path offers, for the tool
+	// description.
+	pythonPackages []string
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -76,22 +81,26 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
 	}
+	packages, err := checkPythonPath(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	var cacheDir *os.File
 	if cfg.CacheDir != "" {
-		var err error
 		if cacheDir, err = openCacheDir(cfg.CacheDir, cfg.Isolation); err != nil {
 			return nil, err
 		}
 	}
 	s := &Supervisor{
-		cfg:        cfg,
-		log:        log,
-		executable: executable,
-		slots:      make(chan struct{}, cfg.MaxConcurrency),
-		spawner:    isolation.NewSpawner(),
-		pools:      map[string]*pool{},
-		drained:    make(chan struct{}),
-		cacheDir:   cacheDir,
+		pythonPackages: packages,
+		cfg:            cfg,
+		log:            log,
+		executable:     executable,
+		slots:          make(chan struct{}, cfg.MaxConcurrency),
+		spawner:        isolation.NewSpawner(),
+		pools:          map[string]*pool{},
+		drained:        make(chan struct{}),
+		cacheDir:       cacheDir,
 	}
 	s.snapshots = newSnapshots(s)
 	s.stopped, s.stop = context.WithCancel(context.Background())
@@ -426,4 +435,28 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 		args = append(args, "code", req.Code)
 	}
 	s.log.Info("execution", args...)
+}
+
+// checkPythonPath makes cfg.PythonPath absolute (workers start in /) and
+// checks it the way every worker will load it, so a directory that does
+// not exist or holds compiled extensions is refused at start rather than
+// failing every call. It returns the importable names it offers.
+func checkPythonPath(cfg *Config) ([]string, error) {
+	if cfg.PythonPath == "" {
+		return nil, nil
+	}
+	abs, err := filepath.Abs(cfg.PythonPath)
+	if err != nil {
+		return nil, fmt.Errorf("python path: %w", err)
+	}
+	cfg.PythonPath = abs
+	pk, err := python.OpenPackages(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer pk.Close()
+	if len(pk.Names) == 0 {
+		return nil, fmt.Errorf("python path %s holds no importable package or module", abs)
+	}
+	return pk.Names, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,7 +30,7 @@ const outputSchema = `{
       },
       "required": ["type", "message", "traceback"]
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", null], "description": "The limit that was hit, if any."},
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", null], "description": "The limit that was hit, if any."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"}
@@ -53,9 +54,10 @@ var languages = []language{
 		tool:     "execute_python",
 		title:    "Run Python",
 		inputsIn: "a global variable in Python",
-		about: "Runs Python 3.11 code (CPython, standard library only: no numpy, no pandas, no pip installs) " +
-			"as a fresh script. stdout, stderr and the value of the last expression (like a notebook cell; " +
-			"JSON when serialisable, else repr) come back.",
+		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
+			"zoneinfo with the IANA time zones (local time is UTC); no numpy, no pandas, no pip installs, " +
+			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
+			"notebook cell; JSON when serialisable, else repr) come back.",
 	},
 	{
 		name:     runtimes.JavaScript,
@@ -87,11 +89,11 @@ func NewMCPServer(s *Supervisor) *server.MCPServer {
 
 func (s *Supervisor) tool(l language) mcp.Tool {
 	lim := s.cfg.Limits
-	desc := fmt.Sprintf("%s There is no file system and no network, and nothing is kept between calls: "+
+	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
 		"dropped), %s of code and %s of inputs.",
-		l.about, lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode)
+		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode)
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
@@ -289,4 +291,24 @@ func reportProgress(ctx context.Context, token mcp.ProgressToken) (stop func()) 
 		}
 	}()
 	return func() { close(done) }
+}
+
+// files says what a language's code sees of a file system, for its tool
+// description.
+func (s *Supervisor) files(l language) string {
+	if l.name != runtimes.Python {
+		return "There is no file system and no network"
+	}
+	var b strings.Builder
+	if len(s.pythonPackages) > 0 {
+		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
+	}
+	if s.cfg.Limits.Scratch > 0 {
+		fmt.Fprintf(&b, "Files can be written only in a private, initially empty, in-memory /tmp of %s "+
+			"(also the working directory), gone after the call; the rest is read-only", s.cfg.Limits.Scratch)
+	} else {
+		b.WriteString("No file can be written")
+	}
+	b.WriteString(". There is no network")
+	return b.String()
 }

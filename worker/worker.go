@@ -182,6 +182,8 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 	cfg := runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
+		ScratchBytes:     setup.ScratchBytes,
+		PythonPath:       setup.PythonPath,
 	}
 	if setup.SnapshotKey != "" {
 		// Close-on-exec marks it as the worker's own: the lockdown closes
@@ -225,6 +227,8 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	engine, err := Compile(ctx, setup.Language, runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
+		ScratchBytes:     setup.ScratchBytes,
+		PythonPath:       setup.PythonPath,
 		ImageWriter:      os.NewFile(ipc.ImageFD, "compiled image"),
 	})
 	if err != nil {

@@ -65,7 +65,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"capsule ", "go go1.", "wazero v", "cpython 3.11.", "Debian source package python3.11 3.11.", "quickjs-ng "} {
+	for _, want := range []string{"capsule ", "go go1.", "wazero v", "cpython 3.11.", "Debian source package python3.11 3.11.", "tzdata 20", "xz-utils ", "bzip2 ", "quickjs-ng "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("version output lacks %q:\n%s", want, out)
 		}

@@ -43,6 +43,14 @@ func TestToolsListed(t *testing.T) {
 				t.Errorf("%s description does not state %q: %s", tool.Name, want, tool.Description)
 			}
 		}
+		if tool.Name == "execute_python" {
+			// What is and is not available to Python code.
+			for _, want := range []string{"in-memory /tmp of 64MiB", "the rest is read-only", "lzma, bz2", "zoneinfo", "no threads"} {
+				if !strings.Contains(tool.Description, want) {
+					t.Errorf("%s description does not state %q: %s", tool.Name, want, tool.Description)
+				}
+			}
+		}
 		props, _ := json.Marshal(tool.InputSchema.Properties)
 		for _, p := range []string{"code", "timeout_seconds", "inputs"} {
 			if !strings.Contains(string(props), `"`+p+`"`) {

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 const seedPython = `revenue = [12400, 15800, 14200, 18900, 21000, 19500]
@@ -15,7 +21,7 @@ best = max(range(len(growth)), key=lambda i: growth[i])
 `
 
 func TestPythonEndToEnd(t *testing.T) {
-	s := startServer(t, "--timeout", "3s", "--memory", "128MiB")
+	s := startServer(t, "--timeout", "3s", "--memory", "128MiB", "--scratch", "2MiB")
 	cases := []expectation{
 		{name: "seed example", code: seedPython,
 			result: `{"average":16966.67,"best_growth_month":4,"growth":4700}`},
@@ -57,6 +63,14 @@ asyncio.run(main())`, result: "[10,20,30,10]"},
 			result: "6"},
 		{name: "zlib json decimal datetime", code: "import zlib, json, decimal, datetime\n[len(zlib.compress(b'a'*1000)) < 100, json.loads('[1]'), str(decimal.Decimal('0.1') + decimal.Decimal('0.2')), datetime.date(2024, 2, 29).isoformat()]",
 			result: `[true,[1],"0.3","2024-02-29"]`},
+		{name: "scratch directory round trip", code: "import csv, os, tempfile\nwith open('t.csv', 'w', newline='') as f:\n    csv.writer(f).writerows([[1, 'a'], [2, 'b']])\nwith tempfile.NamedTemporaryFile(dir='/tmp') as t:\n    pass\n[os.getcwd(), tempfile.gettempdir(), list(csv.reader(open('/tmp/t.csv')))]",
+			result: `["/tmp","/tmp",[["1","a"],["2","b"]]]`},
+		{name: "full scratch directory names the limit", code: "open('/tmp/big', 'wb').write(bytes(3 << 20))",
+			isError: true, limit: "scratch", errContains: "scratch: limit of 2MiB reached"},
+		{name: "the standard library is read-only", code: "f = open('/usr/local/lib/python3.11/os.py', 'a')\nf.write('x')\nf.flush()",
+			isError: true, errContains: "Bad file descriptor"},
+		{name: "lzma bz2 zoneinfo", code: "import lzma, bz2, zoneinfo, datetime\nd = datetime.datetime(2024, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo('America/New_York'))\n[lzma.decompress(lzma.compress(b'x' * 100)) == b'x' * 100, bz2.decompress(bz2.compress(b'y' * 100)) == b'y' * 100, int(d.utcoffset().total_seconds()), 'Europe/Paris' in zoneinfo.available_timezones()]",
+			result: `[true,true,-14400,true]`},
 		{name: "threads are refused plainly", code: "import threading\nthreading.Thread(target=print).start()",
 			isError: true, errContains: "thread"},
 		{name: "infinite loop hits the timeout", code: "print('start')\nwhile True:\n    pass",
@@ -77,18 +91,20 @@ asyncio.run(main())`, result: "[10,20,30,10]"},
 func TestStateless(t *testing.T) {
 	s := startServer(t)
 	for _, c := range []struct {
-		tool, define, use, errType string
+		name, tool, define, use, errType, errContains string
 	}{
-		{"execute_python", "secret_name = 42\nsecret_name", "secret_name", "NameError"},
-		{"execute_javascript", "globalThis.secretName = 42; secretName", "secretName", "ReferenceError"},
+		{"python globals", "execute_python", "secret_name = 42\nsecret_name", "secret_name", "NameError", "secret_name"},
+		{"python files", "execute_python", "open('/tmp/secret_file', 'w').write('xy') * 21", "open('/tmp/secret_file').read()",
+			"FileNotFoundError", "/tmp/secret_file"},
+		{"javascript globals", "execute_javascript", "globalThis.secretName = 42; secretName", "secretName", "ReferenceError", "secretName"},
 	} {
-		t.Run(c.tool, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			_, st := s.call(t, c.tool, c.define)
 			if string(st.Result) != "42" {
 				t.Fatalf("first call result %s", st.Result)
 			}
 			res, st := s.call(t, c.tool, c.use)
-			check(t, res, st, expectation{isError: true, errType: c.errType, errContains: c.use})
+			check(t, res, st, expectation{isError: true, errType: c.errType, errContains: c.errContains})
 		})
 	}
 }
@@ -147,4 +163,77 @@ func TestCodeSizeLimit(t *testing.T) {
 	s := startServer(t, "--max-code", "1KiB")
 	res, st := s.call(t, "execute_python", "x = 1\n"+strings.Repeat("#", 2048))
 	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "1KiB"})
+}
+
+// writePackage writes a small pure-Python package, and a module next to
+// it, under dir.
+func writePackage(t *testing.T, dir string) {
+	t.Helper()
+	for name, body := range map[string]string{
+		"greet/__init__.py":            "from .words import hello\n",
+		"greet/words.py":               "def hello(name):\n    return 'hello, ' + name\n",
+		"tally.py":                     "def total(xs):\n    return sum(xs)\n",
+		"greet-1.0.dist-info/METADATA": "Name: greet\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPythonPath builds a package as a directory and, by the README's
+// recipe, as a zip, and imports it through --python-path.
+func TestPythonPath(t *testing.T) {
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "pkgs")
+	writePackage(t, tree)
+	zipPath := filepath.Join(dir, "packages.zip")
+	zipCmd := exec.Command("python3", "-m", "zipfile", "-c", zipPath, ".")
+	zipCmd.Dir = tree
+	if out, err := zipCmd.CombinedOutput(); err != nil {
+		t.Fatalf("zipping the package: %v\n%s", err, out)
+	}
+	for _, path := range []string{tree, zipPath} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			s := startServer(t, "--python-path", path)
+			tools, err := s.c.ListTools(context.Background(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range tools.Tools {
+				if tool.Name == "execute_python" && !strings.Contains(tool.Description, "Extra packages, importable: greet, tally.") {
+					t.Errorf("description does not list the packages: %s", tool.Description)
+				}
+			}
+			res, st := s.call(t, "execute_python", "import greet, tally\n[greet.hello('capsule'), tally.total([1, 2]), greet.__file__]")
+			check(t, res, st, expectation{result: `["hello, capsule",3,"/usr/local/lib/python3.11/site-packages/greet/__init__.py"]`})
+			res, st = s.call(t, "execute_python", "f = open('/usr/local/lib/python3.11/site-packages/tally.py', 'a')\nf.write('x')\nf.flush()")
+			check(t, res, st, expectation{isError: true})
+		})
+	}
+}
+
+// TestPythonPathRefused checks that capsule will not start with a python
+// path that cannot work.
+func TestPythonPathRefused(t *testing.T) {
+	dir := t.TempDir()
+	writePackage(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "greet", "_speedups.cpython-311-x86_64-linux-gnu.so"), []byte("\x7fELF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{dir, "compiled extension (greet/_speedups.cpython-311-x86_64-linux-gnu.so)"},
+		{filepath.Join(dir, "missing"), "no such file or directory"},
+		{filepath.Join(dir, "tally.py"), "not a directory or a zip archive"},
+	} {
+		cmd := exec.Command(capsuleBin, "exec", "python", "--python-path", c.path, "-c", "1")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("--python-path %s: err %v, output %q, want it refused with %q", c.path, err, out, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -250,7 +251,14 @@ func abuseCorpus() []abuse {
 	return []abuse{
 		py("read host file", "open('/etc/passwd').read()", wantError),
 		py("read /proc", "open('/proc/self/environ').read()", wantError),
-		py("write host file", "open('/tmp/capsule-pwned', 'w').write('x')", wantError),
+		py("write host file", "open('/etc/capsule-pwned', 'w').write('x')", wantError),
+		// /tmp is the call's private in-memory directory: writing there
+		// works, and touches nothing of the host's /tmp.
+		py("write host /tmp", "open('/tmp/capsule-pwned', 'w').write('x')", func(t *testing.T, st structured) {
+			if _, err := os.Stat("/tmp/capsule-pwned"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the host's /tmp/capsule-pwned exists (%v) after a guest wrote its own", err)
+			}
+		}),
 		py("list host dirs", "import os\nsorted(set(os.listdir('/')) & {'etc', 'proc', 'home', 'root', 'tmp', 'dev'})",
 			func(t *testing.T, st structured) {
 				if st.Error == nil && string(st.Result) != "[]" {
@@ -480,4 +488,51 @@ func TestWorkerDropsLeakedDescriptors(t *testing.T) {
 	}
 	t.Logf("worker descriptors: %v", fds)
 	<-done
+// TestOpenFileBombIsBounded is issue 10's attack: a guest holding open
+// descriptors to a compressed stdlib source, each of which once cost the
+// worker its inflated size (756 KB) of Go memory. Now the descriptors are
+// bounded (EMFILE past 1024) and the inflated file is shared, so the
+// worker's peak RSS stays near an ordinary worker's.
+func TestOpenFileBombIsBounded(t *testing.T) {
+	s := startServer(t, append([]string{"--memory", "64MiB", "--timeout", "20s"}, noPool...)...)
+	settle(t, s)
+	answer := make(chan structured, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, st := s.call(t, "execute_python", `import os, time
+fds = []
+try:
+    while True:
+        fds.append(os.open('/usr/local/lib/python3.11/pydoc_data/topics.py', os.O_RDONLY))
+except OSError as e:
+    assert e.errno == 33, e
+for fd in fds:
+    os.read(fd, 1)
+time.sleep(2)
+len(fds)`)
+		answer <- st
+	}()
+	pid := lockedWorker(t, s)
+	peak := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-time.After(50 * time.Millisecond):
+		}
+		var kb int
+		if _, err := fmt.Sscanf(procStatus(pid, "VmHWM"), "%d kB", &kb); err == nil {
+			peak = max(peak, kb)
+		}
+	}
+	if st := <-answer; st.Error != nil || string(st.Result) != "1021" {
+		t.Fatalf("the bomb answered %s, error %+v; want 1021 descriptors (1024 less the three mounts)", st.Result, st.Error)
+	}
+	// 1,024 inflated copies would be 775 MB; the worker itself (compiled
+	// module, 64 MiB guest, runtime) stays well under 250 MB.
+	if peak == 0 || peak > 250<<10 {
+		t.Fatalf("worker peak RSS %d kB with 1,024 open descriptors of one source file", peak)
+	}
+	t.Logf("worker peak RSS %d kB", peak)
 }

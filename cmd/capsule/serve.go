@@ -73,7 +73,7 @@ func serve(args []string) int {
 	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger.Info("limits", "timeout", c.cfg.Limits.Timeout, "max_timeout", c.cfg.Limits.MaxTimeout, "memory", c.cfg.Limits.Memory,
-		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode,
+		"max_output", c.cfg.Limits.MaxOutput, "max_code", c.cfg.Limits.MaxCode, "scratch", c.cfg.Limits.Scratch,
 		"max_concurrency", c.cfg.MaxConcurrency, "max_queue", c.cfg.MaxQueue)
 	if ln != nil {
 		return serveHTTP(signals, stop, sup, ln, opts, logger)

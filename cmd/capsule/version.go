@@ -22,6 +22,10 @@ func version(args []string) int {
 	fmt.Fprintf(os.Stdout, "go %s\n", runtime.Version())
 	fmt.Fprintf(os.Stdout, "wazero %s\n", moduleVersion("github.com/tetratelabs/wazero"))
 	fmt.Fprintf(os.Stdout, "cpython %s (Debian source package python3.11 %s, wasm32-wasi)\n", cpython, debian)
+	for _, lib := range python.Libraries() {
+		// Built into the Python runtime from Debian source packages.
+		fmt.Fprintf(os.Stdout, "  %s (Debian source package)\n", lib)
+	}
 	fmt.Fprintf(os.Stdout, "quickjs-ng %s (npm @jitl/quickjs-ng-wasmfile-release-sync %s)\n", quickjs, pkg)
 	return exitOK
 }

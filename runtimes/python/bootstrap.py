@@ -19,15 +19,26 @@ _RESULT_FD = __RESULT_FD__
 _SOURCE_NAME = __SOURCE_NAME__
 _MAX_REPORT = __MAX_REPORT__
 _STDLIB_DIR = __STDLIB_DIR__
+_PACKAGES_DIR = __PACKAGES_DIR__
+_SCRATCH_DIR = __SCRATCH_DIR__
 
 # Private references: user code may rebind the public ones; it can only
 # spoil its own report by doing so, never the bootstrap's control flow.
 _write, _read, _exit = os.write, os.read, os._exit
 
-# Only the standard library is importable; the other default entries name
-# paths that do not exist and would only cost a stat per import.
+# Only the standard library and the operator's packages (mounted only when
+# configured) are importable; the other default entries name paths that do
+# not exist and would only cost a stat per import.
 sys.path[:] = [_STDLIB_DIR]
+if os.path.isdir(_PACKAGES_DIR):
+    sys.path.append(_PACKAGES_DIR)
 sys.argv[:] = [""]
+# The private scratch directory is the working directory, so relative paths
+# land in it.
+try:
+    os.chdir(_SCRATCH_DIR)
+except OSError:
+    pass
 
 
 # --- JSON, as json.loads and json.dumps(allow_nan=False) do it, from the C

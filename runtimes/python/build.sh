@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # build.sh builds the Python runtime that capsule embeds: CPython 3.11 for
 # wasm32-wasi at -O2, from Debian's own python3.11 source package (with all of
-# Debian's patches, security fixes included), with zlib and sqlite3 from their
-# Debian source packages, compiled by Debian's clang/lld against Debian's
-# wasi-libc. It writes, into runtimes/python/dist/:
+# Debian's patches, security fixes included), with zlib, sqlite3, liblzma
+# (xz-utils) and libbz2 (bzip2) from their Debian source packages, compiled by
+# Debian's clang/lld against Debian's wasi-libc, and the IANA time zone
+# database compiled from Debian's tzdata source package. It writes, into
+# runtimes/python/dist/:
 #
 #   python.wasm     the interpreter, a WASI reactor with reactor/capsule.c's entry
 #                   points, stripped of custom sections
 #   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
+#   tzdata.zip      the compiled time zones (TZif files), served read-only
+#                   at /usr/share/zoneinfo
 #   VERSION         cpython=3.11.x / debian=<python3.11 source version> / ...
-#   KEY             the cache key the three files were built for
+#   KEY             the cache key the files were built for
 #
 # The result is cached under ${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}
 # /python/<key>/, where the key covers the Debian source versions, the
@@ -66,9 +70,10 @@ parser_maxstack=6000
 # clang/lld/llvm/wasi-libc/libclang-rt-14-dev-wasm32: the wasm toolchain.
 # python3.11: the build Python (same 3.11.2 as the sources). dpkg-dev:
 # dpkg-source. tcl, gcc, libc6-dev, make: sqlite's native amalgamation
-# generator. xz-utils, bzip2: the source tarballs.
+# generator. xz-utils, bzip2: the source tarballs. libc-bin: zic, the time
+# zone compiler.
 packages=(clang lld llvm wasi-libc libclang-rt-14-dev-wasm32 python3.11
-	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch)
+	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch libc-bin)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -210,6 +215,11 @@ fetch() {
 for pkg in python3.11 zlib sqlite3; do
 	fetch "$pkg"
 done
+# The compression libraries behind lzma and bz2, and the time zone data
+# behind zoneinfo.
+for pkg in xz-utils bzip2 tzdata; do
+	fetch "$pkg"
+done
 
 # dsc_path PKG prints the .dsc file of the chosen version (epoch dropped).
 dsc_path() {
@@ -222,12 +232,18 @@ recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h | sha256sum 
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
 	libclang-rt-14-dev-wasm32 python3.11 | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
+key+="_xz-${src_version[xz-utils]#*:}_bz2-${src_version[bzip2]#*:}_tz-${src_version[tzdata]#*:}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
-outputs=(python.wasm python311.zip VERSION)
+outputs=(python.wasm python311.zip tzdata.zip VERSION)
 
-if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] &&
-	[[ -f $dist/python.wasm && -f $dist/python311.zip && -f $dist/VERSION ]]; then
+dist_complete() {
+	local f
+	for f in "${outputs[@]}"; do
+		[[ -f $dist/$f ]] || return 1
+	done
+}
+if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
 	echo "build.sh: dist/ is up to date ($key)"
 	exit 0
 fi
@@ -302,6 +318,55 @@ build_sqlite() {
 	phase "sqlite3 done"
 }
 
+build_xz() {
+	cd "$work/xz-utils"
+	# liblzma alone, single-threaded. Its shared header declares a signal
+	# mask helper for the xz program, and WASI has no signals.
+	sed -i 's/^#if !(defined(_WIN32) \&\& !defined(__CYGWIN__))$/& \&\& !defined(__wasi__)/' src/common/mythread.h
+	grep -q '!defined(__CYGWIN__)) && !defined(__wasi__)$' src/common/mythread.h ||
+		{ echo "build.sh: xz-utils' mythread.h changed; update build.sh" >&2; exit 1; }
+	CC=$wasm_cc CFLAGS="-O2 -g0" ./configure --host=wasm32-unknown-wasi --prefix="$prefix" \
+		--enable-static --disable-shared --disable-threads --disable-xz --disable-xzdec \
+		--disable-lzmadec --disable-lzmainfo --disable-lzma-links --disable-scripts \
+		--disable-doc --disable-nls --disable-rpath >configure.log 2>&1 ||
+		{ cat configure.log >&2; exit 1; }
+	make -j"$jobs" -C src/liblzma >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
+	cp src/liblzma/.libs/liblzma.a "$prefix/lib/"
+	cp -r src/liblzma/api/lzma.h src/liblzma/api/lzma "$prefix/include/"
+	phase "liblzma done"
+}
+
+build_bzip2() {
+	cd "$work/bzip2"
+	# The library's sources, as bzip2's own Makefile lists them (OBJS).
+	local f objs=()
+	for f in blocksort huffman crctable randtable compress decompress bzlib; do
+		$wasm_cc -O2 -g0 -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o" 2>>cc.log || { cat cc.log >&2; exit 1; }
+		objs+=("$f.o")
+	done
+	llvm-ar rcs "$prefix/lib/libbz2.a" "${objs[@]}"
+	cp bzlib.h "$prefix/include/"
+	phase "libbz2 done"
+}
+
+# build_tzdata compiles the time zones as Debian's tzdata package does
+# (debian/rules: tzdata.zi with the backzone data, then zic without leap
+# seconds), into $work/zoneinfo. Links become copies: zip has no links.
+build_tzdata() {
+	cd "$work/tzdata"
+	make AWK=awk BACKWARD=backward PACKRATDATA=backzone PACKRATLIST=zone.tab VERSION_DEPS= \
+		tzdata.zi >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
+	mkdir -p "$work/zoneinfo"
+	/usr/sbin/zic -d "$work/zoneinfo" -L /dev/null tzdata.zi >zic.log 2>&1 ||
+		{ cat zic.log >&2; exit 1; }
+	# zoneinfo.available_timezones() reads zone.tab-like files only to
+	# skip them; tzdata.zi and the tables are what other readers expect.
+	cp tzdata.zi zone.tab zone1970.tab iso3166.tab "$work/zoneinfo/"
+	[[ -f $work/zoneinfo/America/New_York && -f $work/zoneinfo/UTC ]] ||
+		{ echo "build.sh: zic did not produce America/New_York and UTC" >&2; exit 1; }
+	phase "tzdata $(<version) done"
+}
+
 # zlib and sqlite3 build while CPython's larger source tree unpacks and is
 # patched: on two cores that overlap saves most of a minute.
 phase "unpacking; zlib ${src_version[zlib]}; sqlite3 ${src_version[sqlite3]}"
@@ -309,10 +374,17 @@ phase "unpacking; zlib ${src_version[zlib]}; sqlite3 ${src_version[sqlite3]}"
 extract_pid=$!
 extract zlib
 extract sqlite3
+extract xz-utils
+extract bzip2
+extract tzdata
 (build_zlib) &
 zlib_pid=$!
 (build_sqlite) &
 sqlite_pid=$!
+(build_xz) &
+xz_pid=$!
+(build_bzip2 && build_tzdata) &
+bzip2_pid=$!
 wait "$extract_pid"
 pysrc=$work/python3.11
 (
@@ -329,9 +401,18 @@ pysrc=$work/python3.11
 		{ echo "build.sh: configure's WASI link flags changed; update build.sh" >&2; exit 1; }
 	sed -i "s/stack-size=524288 -Wl,--stack-first -Wl,--initial-memory=10485760/stack-size=$stack_size -Wl,--stack-first -Wl,--initial-memory=$initial_memory/" configure
 	touch Modules/Setup.local
+	# time.thread_time: CPython leaves it out on WASI, whose libc has the
+	# thread CPU clock; the runtime's clock_time_get serves it (wasi.go).
+	sed -i '/defined(CLOCK_PROCESS_CPUTIME_ID) && \\$/{n;s/^      !defined(__EMSCRIPTEN__) && !defined(__wasi__)$/      !defined(__EMSCRIPTEN__)/}' Modules/timemodule.c
+	if grep -q '!defined(__EMSCRIPTEN__) && !defined(__wasi__)$' Modules/timemodule.c; then
+		echo "build.sh: Modules/timemodule.c still leaves thread_time out on WASI" >&2
+		exit 1
+	fi
 )
 wait "$zlib_pid"
 wait "$sqlite_pid"
+wait "$xz_pid"
+wait "$bzip2_pid"
 phase "cpython ${src_version[python3.11]}: configure"
 (
 	mkdir -p "$pysrc/builddir/wasi"
@@ -348,6 +429,8 @@ phase "cpython ${src_version[python3.11]}: configure"
 			ZLIB_CFLAGS="-I$prefix/include" ZLIB_LIBS="-L$prefix/lib -lz" \
 			LIBSQLITE3_CFLAGS="-I$prefix/include" \
 			LIBSQLITE3_LIBS="-L$prefix/lib -lsqlite3 -lwasi-emulated-mman" \
+			LIBLZMA_CFLAGS="-I$prefix/include" LIBLZMA_LIBS="-L$prefix/lib -llzma" \
+			BZIP2_CFLAGS="-I$prefix/include" BZIP2_LIBS="-L$prefix/lib -lbz2" \
 			../../configure --host=wasm32-unknown-wasi --build="$(../../config.guess)" \
 			--with-build-python=/usr/bin/python3.11 --disable-test-modules \
 			--cache-file=config.cache >configure.log 2>&1
@@ -359,6 +442,7 @@ phase "cpython ${src_version[python3.11]}: configure"
 	conf_cache=$cache_root/configure-$(
 		{
 			printf '%s\n' "${src_version[python3.11]}" "${src_version[zlib]}" "${src_version[sqlite3]}" "$toolchain" "$prefix"
+			printf '%s\n' "${src_version[xz-utils]}" "${src_version[bzip2]}"
 			declare -f run_configure
 		} | sha256sum | cut -c1-16
 	).cache
@@ -388,7 +472,7 @@ MK
 		{ tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
-	for mod in zlib _sqlite3 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
+	for mod in zlib _sqlite3 _lzma _bz2 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
 		grep -q "PyInit_$mod(void)" Modules/config.c ||
 			{ echo "build.sh: module $mod was not built" >&2; exit 1; }
 	done
@@ -404,6 +488,9 @@ cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysr
 	echo "debian=${src_version[python3.11]}"
 	echo "zlib=${src_version[zlib]}"
 	echo "sqlite3=${src_version[sqlite3]}"
+	echo "xz-utils=${src_version[xz-utils]}"
+	echo "bzip2=${src_version[bzip2]}"
+	echo "tzdata=${src_version[tzdata]}"
 } >"$stage/VERSION"
 
 phase "standard library"
@@ -428,24 +515,31 @@ cp "$sysconfigdata" "$lib/_sysconfigdata__wasm32-wasi.py"
 /usr/bin/python3.11 -m compileall -q -j "$jobs" --invalidation-mode unchecked-hash \
 	-d /usr/local/lib/python3.11 "$lib" >"$work/compileall.log" 2>&1 ||
 	{ tail -n 40 "$work/compileall.log" >&2; exit 1; }
-/usr/bin/python3.11 - "$lib" "$stage/python311.zip" <<'PY'
+# zip_tree DIR ZIP SUFFIX writes the files under DIR into ZIP, reproducibly
+# (fixed dates, sorted names). Files whose names end in SUFFIX are stored,
+# so the runtime serves them straight from the embedded bytes; the rest are
+# compressed (the library's sources, only read for tracebacks). An empty
+# SUFFIX stores everything.
+zip_tree() {
+	/usr/bin/python3.11 - "$@" <<'PY'
 import os, sys, zipfile
-root, out = sys.argv[1], sys.argv[2]
+root, out, stored = sys.argv[1], sys.argv[2], sys.argv[3]
 names = []
 for d, dirs, files in os.walk(root):
     for f in files:
         names.append(os.path.relpath(os.path.join(d, f), root))
 with zipfile.ZipFile(out, "w") as z:
     for name in sorted(names):
-        # Fixed dates make the zip reproducible. Compiled files are stored,
-        # so the runtime serves them straight from the embedded bytes;
-        # everything else is only read for tracebacks, and is compressed.
         info = zipfile.ZipInfo(name.replace(os.sep, "/"), (2000, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_STORED if name.endswith(".pyc") else zipfile.ZIP_DEFLATED
+        info.compress_type = zipfile.ZIP_STORED if name.endswith(stored) else zipfile.ZIP_DEFLATED
         info.external_attr = 0o644 << 16
         with open(os.path.join(root, name), "rb") as f:
             z.writestr(info, f.read())
 PY
+}
+zip_tree "$lib" "$stage/python311.zip" .pyc
+# The time zones are small (about 600 KB) and read whole: all stored.
+zip_tree "$work/zoneinfo" "$stage/tzdata.zip" ""
 
 echo "$key" >"$stage/KEY"
 rm -rf "$out.tmp"

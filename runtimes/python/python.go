@@ -57,6 +57,8 @@ var (
 	moduleData []byte
 	//go:embed dist/python311.zip
 	stdlibZip []byte
+	//go:embed dist/tzdata.zip
+	tzdataZip []byte
 	//go:embed dist/VERSION
 	versionFile string
 )
@@ -66,9 +68,10 @@ var bootstrapSource string
 
 const (
 	// resultFD is the file descriptor on which the bootstrap writes its
-	// report. No file the guest can open gets such a number (the only
-	// preopen is fd 3), and the host's fd_write routes it to the instance's
-	// report buffer instead of any stream.
+	// report. No file the guest opens gets such a number (descriptors are
+	// numbered lowest first, and a guest holds at most maxOpenFiles), and
+	// the host's fd_write routes it to the instance's report buffer
+	// instead of any stream.
 	resultFD = 9999
 	// maxReport bounds the report buffer: the report carries the result
 	// value, so this is also the largest result a run can return.
@@ -79,6 +82,12 @@ const (
 	// sourceName is the file name the user's code gets in tracebacks. The
 	// bootstrap uses the same name.
 	sourceName = "<code>"
+	// zoneinfoDir is where the time zones are mounted: the first entry of
+	// CPython's zoneinfo.TZPATH.
+	zoneinfoDir = "/usr/share/zoneinfo"
+	// ScratchDir is the guest's private writable directory, also its
+	// working directory.
+	ScratchDir = "/tmp"
 )
 
 // bootstrap is the program capsule_init runs, with its constants filled in.
@@ -87,6 +96,8 @@ var bootstrap = strings.NewReplacer(
 	"__SOURCE_NAME__", strconv.Quote(sourceName),
 	"__MAX_REPORT__", strconv.Itoa(maxReport),
 	"__STDLIB_DIR__", strconv.Quote(stdlibDir),
+	"__PACKAGES_DIR__", strconv.Quote(PackagesDir),
+	"__SCRATCH_DIR__", strconv.Quote(ScratchDir),
 ).Replace(bootstrapSource)
 
 // Versions reports the embedded interpreter's CPython version and the
@@ -108,11 +119,11 @@ func Versions() (cpython, debian string) {
 }
 
 // Identity is a digest of everything an interpreter's start-up depends on:
-// the module, its data, the standard library and the bootstrap. A snapshot
-// is valid for one identity only.
+// the module, its data, the standard library, the time zones and the
+// bootstrap. A snapshot is valid for one identity only.
 var Identity = sync.OnceValue(func() string {
 	h := sha256.New()
-	for _, b := range [][]byte{pythonWasm, moduleData, stdlibZip, []byte(bootstrap)} {
+	for _, b := range [][]byte{pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bootstrap)} {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write(n[:])
@@ -121,6 +132,20 @@ var Identity = sync.OnceValue(func() string {
 	return "python-" + hex.EncodeToString(h.Sum(nil))
 })
 
+// Libraries reports the Debian source packages of the libraries and data
+// built into the runtime (zlib, sqlite3, xz-utils, bzip2, tzdata), each as
+// "name version", in build order (from dist/VERSION).
+func Libraries() []string {
+	var libs []string
+	for line := range strings.Lines(versionFile) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && k != "cpython" && k != "debian" {
+			libs = append(libs, k+" "+v)
+		}
+	}
+	return libs
+}
+
 // engine is a compiled interpreter within one wazero runtime.
 type engine struct {
 	rt         wazero.Runtime
@@ -128,7 +153,11 @@ type engine struct {
 	module     wazero.CompiledModule
 	data       *snapshot.Data
 	image      *snapshot.Image // nil: instances start cold
-	stdlib     *stdlibFS
+	stdlib     *zipFS
+	zoneinfo   *zipFS
+	packages   *Packages // nil without --python-path
+	packagesFS *zipFS
+	scratch    int64 // bytes of the scratch directory
 	limitBytes uint64
 	running    atomic.Int32 // guests whose capsule_run has not returned
 }
@@ -168,24 +197,14 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		return nil, err
 	}
 
-	// The WASI host module is wazero's, with two functions replaced:
-	// fd_write (to carry the result channel) and poll_oneoff (to support
-	// the absolute clock subscriptions CPython sleeps with). It is
-	// compiled and instantiated once; per-instance state reaches the host
-	// functions through the context of the _start call.
+	// The WASI host module is wazero's, with some functions replaced (see
+	// exportHostFunctions). It is compiled and instantiated once;
+	// per-instance state reaches the host functions through the context
+	// of the _start call.
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
-	i32 := api.ValueTypeI32
-	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(fdWrite), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("fd", "iovs", "iovs_len", "result.nwritten").
-		WithResultNames("errno").
-		Export("fd_write")
-	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("in", "out", "nsubscriptions", "result.nevents").
-		WithResultNames("errno").
-		Export("poll_oneoff")
+	if err := exportHostFunctions(ctx, rt, b); err != nil {
+		return fail(fmt.Errorf("python: wasi host module: %w", err))
+	}
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fail(fmt.Errorf("python: wasi host module: %w", err))
 	}
@@ -200,12 +219,31 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 			return fail(fmt.Errorf("python: %w", err))
 		}
 	}
-	stdlib, err := newStdlibFS(stdlibZip)
+	stdlib, err := newZipFS(stdlibZip)
 	if err != nil {
 		return fail(fmt.Errorf("python: embedded standard library: %w", err))
 	}
+	zoneinfo, err := newZipFS(tzdataZip)
+	if err != nil {
+		return fail(fmt.Errorf("python: embedded time zones: %w", err))
+	}
+	var packages *Packages
+	var packagesFS *zipFS
+	if cfg.PythonPath != "" {
+		// Read before the worker's lockdown, which forbids opening files.
+		if packages, err = OpenPackages(cfg.PythonPath); err != nil {
+			return fail(err)
+		}
+		if packagesFS, err = newZipFS(packages.archive); err != nil {
+			packages.Close()
+			return fail(fmt.Errorf("python path %s: %w", cfg.PythonPath, err))
+		}
+	}
 	mod, err := rt.CompileModule(cfg.CompileContext(ctx), pythonWasm)
 	if err != nil {
+		if packages != nil {
+			packages.Close()
+		}
 		return fail(fmt.Errorf("python: compile: %w", err))
 	}
 	return &engine{
@@ -215,6 +253,10 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		data:       data,
 		image:      image,
 		stdlib:     stdlib,
+		zoneinfo:   zoneinfo,
+		packages:   packages,
+		packagesFS: packagesFS,
+		scratch:    cfg.ScratchBytes,
 		limitBytes: pages * wasmPage,
 	}, nil
 }
@@ -235,6 +277,9 @@ func (e *engine) Close(ctx context.Context) error {
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	if e.packages != nil {
+		e.packages.Close()
 	}
 	return err
 }
@@ -296,11 +341,11 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 		done:     make(chan struct{}),
 		reported: make(chan struct{}, 1),
 		nowFunc:  nanotime,
+		files:    &guestFiles{},
 	}
-	// No host directory is ever mounted: the only file system is the
-	// embedded standard library, read-only. The environment is only
-	// what is set here. A snapshot holds what the start-up made of both,
-	// so they must not differ between instances.
+	// No host directory is ever mounted. The environment is only what is
+	// set here. A snapshot holds what the start-up made of the mounts and
+	// the environment, so they must not differ between instances.
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions().
@@ -310,7 +355,8 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 		WithEnv("PYTHONUNBUFFERED", "1").
 		WithEnv("PYTHONIOENCODING", "utf-8").
 		WithEnv("LANG", "C.UTF-8").
-		WithFSConfig(wazero.NewFSConfig().WithFSMount(e.stdlib, stdlibDir)).
+		WithEnv("TMPDIR", ScratchDir).
+		WithFSConfig(e.fsConfig(inst.files)).
 		WithStdin(inst.stdin).
 		WithStdout(stdout).
 		WithStderr(stderr).
@@ -368,6 +414,7 @@ type instance struct {
 	stderr  io.Writer
 	stdin   *requestReader
 	nowFunc func() int64
+	files   *guestFiles
 
 	// report collects what the guest writes to resultFD (under reportMu:
 	// Run may read it while the guest is still exiting); reported is
@@ -519,7 +566,7 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 		m.Error.Traceback = rep.Error.Traceback
 		return m
 	}
-	return out
+	return in.scratchOutcome(out)
 }
 
 // memoryOutcome is the outcome of a guest stopped by the memory limit.

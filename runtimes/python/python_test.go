@@ -48,7 +48,7 @@ func engineWithLimit(tb testing.TB, limit uint64) runtimes.Engine {
 	if e, ok := engines[limit]; ok {
 		return e
 	}
-	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir})
+	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir, ScratchBytes: testScratch})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}
@@ -98,6 +98,9 @@ func run(tb testing.TB, limit uint64, code string, inputs json.RawMessage) resul
 }
 
 const defaultLimit = 256 << 20
+
+// testScratch is the test engines' scratch directory size.
+const testScratch = 8 << 20
 
 func TestRun(t *testing.T) {
 	type check func(t *testing.T, r result)
@@ -623,4 +626,98 @@ func BenchmarkPrepareRun(b *testing.B) {
 // BenchmarkLoop measures interpreter speed: a 3e6-iteration loop.
 func BenchmarkLoop(b *testing.B) {
 	runtimetest.BenchmarkRun(b, engineWithLimit(b, defaultLimit), "t = 0\nfor i in range(3_000_000):\n    t += i\nt", "4499998500000")
+}
+
+// TestFiles covers what the guest sees of a file system: its own
+// writable scratch directory, and read-only everything else.
+func TestFiles(t *testing.T) {
+	tests := []struct {
+		name, code string
+		result     string // exact JSON, when no error is wanted
+		errType    string // the error wanted, if any
+		errIn      string // a substring of its message
+		limit      string
+	}{
+		{name: "working directory and TMPDIR", code: "import os, tempfile\n[os.getcwd(), tempfile.gettempdir(), os.environ['TMPDIR']]",
+			result: `["/tmp", "/tmp", "/tmp"]`},
+		{name: "write and read back", code: "open('a.txt', 'w').write('hi')\nopen('/tmp/a.txt').read()", result: `"hi"`},
+		{name: "tempfile", code: "import tempfile\nwith tempfile.TemporaryDirectory() as d:\n    with tempfile.NamedTemporaryFile('w+', dir=d) as f:\n        f.write('x'); f.seek(0); r = f.read()\nr",
+			result: `"x"`},
+		{name: "sqlite file database", code: "import sqlite3\nc = sqlite3.connect('db.sqlite')\nc.execute('create table t(x)')\nc.execute('insert into t values (7)')\nc.commit(); c.close()\nsqlite3.connect('/tmp/db.sqlite').execute('select x from t').fetchone()[0]",
+			result: "7"},
+		{name: "zipfile write", code: "import zipfile\nwith zipfile.ZipFile('x.zip', 'w', zipfile.ZIP_DEFLATED) as z:\n    z.writestr('a', 'b' * 1000)\nzipfile.ZipFile('x.zip').read('a') == b'b' * 1000",
+			result: "true"},
+		{name: "directories", code: "import os, shutil\nos.makedirs('a/b/c')\nos.rename('a/b', 'a/d')\nr = [sorted(os.listdir('a')), os.path.isdir('a/d/c')]\nshutil.rmtree('a')\nr + [os.listdir('.')]",
+			result: `[["d"], true, []]`},
+		{name: "a full directory fails with ENOSPC", code: "with open('big', 'wb') as f:\n    while True:\n        f.write(bytes(1 << 20))",
+			errType: "OSError", errIn: "scratch: limit of 8MiB reached (/tmp and the working directory are full): [Errno 51] No space left on device", limit: runtimes.LimitScratch},
+		{name: "ENOSPC caught is no limit", code: "try:\n    open('big', 'wb').write(bytes(9 << 20))\nexcept OSError as e:\n    r = e.errno\nimport errno\nr == errno.ENOSPC",
+			result: "true"},
+		{name: "the standard library is read-only", code: "f = open('/usr/local/lib/python3.11/os.py', 'a')\nf.write('x')\nf.flush()",
+			errType: "OSError", errIn: "[Errno 8] Bad file descriptor"},
+		{name: "no file is removed from it", code: "import os\nos.remove('/usr/local/lib/python3.11/os.py')", errType: "OSError"},
+		{name: "nothing of the host", code: "import os\nsorted(os.listdir('/'))", errType: "PermissionError"},
+		{name: "no way out of the scratch directory", code: "open('/tmp/../etc/passwd').read()", errType: "PermissionError"},
+		{name: "no links", code: "import os\nos.symlink('/usr/local/lib/python3.11/os.py', 'l')", errType: "PermissionError"},
+		{name: "open files are bounded", code: "import os\n[os.open('/usr/local/lib/python3.11/pydoc_data/topics.py', os.O_RDONLY) for _ in iter(int, 1)]",
+			errType: "OSError", errIn: "[Errno 33]"},
+		{name: "time zones", code: "import zoneinfo, datetime\nz = zoneinfo.ZoneInfo('America/New_York')\nd = datetime.datetime(2024, 1, 15, 12, tzinfo=z)\n[str(zoneinfo.ZoneInfo('UTC')), d.utcoffset().total_seconds(), d.tzname(), len(zoneinfo.available_timezones()) > 400]",
+			result: `["UTC", -18000.0, "EST", true]`},
+		{name: "time zones are read-only", code: "f = open('/usr/share/zoneinfo/UTC', 'r+b')\nf.write(b'x')\nf.flush()", errType: "OSError", errIn: "[Errno 8]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, defaultLimit, tt.code, nil)
+			if tt.errType == "" {
+				if r.Error != nil || string(r.Result) != tt.result {
+					t.Fatalf("result %s, error %+v, want %s\nstderr: %s", r.Result, r.Error, tt.result, r.stderr)
+				}
+				return
+			}
+			if r.Error == nil || r.Error.Type != tt.errType || !strings.Contains(r.Error.Message, tt.errIn) || r.Limit != tt.limit {
+				t.Fatalf("outcome %+v, error %+v; want %s containing %q, limit %q", r.Outcome, r.Error, tt.errType, tt.errIn, tt.limit)
+			}
+		})
+	}
+	// Each run starts with an empty directory.
+	run(t, defaultLimit, "open('left.txt', 'w').write('x')", nil)
+	if r := run(t, defaultLimit, "import os\nos.listdir('/tmp')", nil); string(r.Result) != "[]" {
+		t.Fatalf("a fresh instance's /tmp holds %s", r.Result)
+	}
+}
+
+// TestCPUClocks checks that process_time and thread_time count CPU time:
+// work advances them, a sleep does not. Nothing is compared with wall
+// time, which on a loaded machine says little about this process's CPU.
+func TestCPUClocks(t *testing.T) {
+	r := run(t, defaultLimit, `import time
+def advances(clock, amount):
+    start, give_up = clock(), time.monotonic() + 30
+    while clock() - start < amount:
+        if time.monotonic() > give_up:
+            return False
+    return True
+p, th = time.process_time(), time.thread_time()
+time.sleep(0.3)
+slept = [time.process_time() - p, time.thread_time() - th]
+[advances(time.process_time, 0.1), advances(time.thread_time, 0.1), 0 <= slept[0] < 0.1, 0 <= slept[1] < 0.1,
+ time.get_clock_info('process_time').implementation]`, nil)
+	if r.Error != nil || string(r.Result) != `[true, true, true, true, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)"]` {
+		t.Fatalf("result %s, error %+v", r.Result, r.Error)
+	}
+}
+
+// TestCompression round-trips data through the modules built from
+// Debian's xz-utils and bzip2 sources.
+func TestCompression(t *testing.T) {
+	r := run(t, defaultLimit, `import lzma, bz2, zlib, tarfile, io
+data = bytes(range(256)) * 100
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w:xz') as tf:
+    info = tarfile.TarInfo('d'); info.size = len(data); tf.addfile(info, io.BytesIO(data))
+[lzma.decompress(lzma.compress(data)) == data, bz2.decompress(bz2.compress(data)) == data,
+ tarfile.open(fileobj=io.BytesIO(buf.getvalue())).extractfile('d').read() == data]`, nil)
+	if r.Error != nil || string(r.Result) != `[true, true, true]` {
+		t.Fatalf("result %s, error %+v", r.Result, r.Error)
+	}
 }

@@ -44,29 +44,31 @@ func instanceFrom(ctx context.Context) *instance {
 // fdWrite replaces WASI fd_write. Descriptors 1 and 2 go to the instance's
 // stdout and stderr writers; resultFD goes to the report buffer, so the
 // bootstrap's report can never be mixed with (or forged by) ordinary
-// output. Nothing else is writable in the sandbox: the only file system is
-// read-only.
-func fdWrite(ctx context.Context, mod api.Module, stack []uint64) {
-	fd := uint32(stack[0])
-	iovs, iovsLen, resultNwritten := uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
-	in := instanceFrom(ctx)
-	if in == nil {
-		stack[0] = errnoBadf
-		return
+// output. Every other descriptor is a file the guest opened (only its
+// scratch directory is writable), written by files: wazero's fd_write.
+func fdWrite(files api.GoModuleFunction) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		fd := uint32(stack[0])
+		iovs, iovsLen, resultNwritten := uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+		in := instanceFrom(ctx)
+		if in == nil {
+			stack[0] = errnoBadf
+			return
+		}
+		var w io.Writer
+		switch fd {
+		case 1:
+			w = in.stdout
+		case 2:
+			w = in.stderr
+		case resultFD:
+			w = (*reportWriter)(in)
+		default:
+			files.Call(ctx, mod, stack)
+			return
+		}
+		stack[0] = uint64(writeIovecs(mod.Memory(), w, iovs, iovsLen, resultNwritten))
 	}
-	var w io.Writer
-	switch fd {
-	case 1:
-		w = in.stdout
-	case 2:
-		w = in.stderr
-	case resultFD:
-		w = (*reportWriter)(in)
-	default:
-		stack[0] = errnoBadf
-		return
-	}
-	stack[0] = uint64(writeIovecs(mod.Memory(), w, iovs, iovsLen, resultNwritten))
 }
 
 // writeIovecs gathers the guest's iovec array into w and stores the byte
