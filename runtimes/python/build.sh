@@ -8,7 +8,12 @@
 #   python.wasm     the interpreter, stripped of custom sections
 #   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
 #   VERSION         cpython=3.11.x / debian=<python3.11 source version> / ...
-#   KEY             the cache key the three files were built for
+#   ASSETS          the SHA-256 of each file above (sha256sum format), which
+#                   the binary carries and `capsule doctor` checks
+#   sources/PKG/    one directory per component built in: SOURCE (name,
+#                   version, the .dsc and its SHA-256) and its licence texts,
+#                   from which the release's SBOM and notices are generated
+#   KEY             the cache key the files were built for
 #
 # The result is cached under ${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}
 # /python/<key>/, where the key covers the Debian source versions, the
@@ -20,7 +25,14 @@
 #
 # Environment: CAPSULE_BUILD_CACHE (cache root), CAPSULE_BUILD_KEEP=1 (keep
 # the build tree for inspection), CAPSULE_BUILD_JOBS (make -j, default nproc).
+#
+# The output is reproducible: the same sources, toolchain and recipe give the
+# same bytes in any directory at any time (no build paths, dates or hash
+# seeds reach the output; see "Reproducibility" in RATIONALE.md).
 set -euo pipefail
+# Python's set ordering (frozenset constants in .pyc and frozen modules)
+# must not depend on a random hash seed.
+export PYTHONHASHSEED=0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dist=$here/dist
@@ -219,14 +231,19 @@ dsc_path() {
 # --- Cache key ------------------------------------------------------------
 recipe_hash=$(cd "$here" && cat build.sh wasi/*.h | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
-	libclang-rt-14-dev-wasm32 python3.11 | sha256sum | cut -c1-8)
+	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
-outputs=(python.wasm python311.zip VERSION)
+outputs=(python.wasm python311.zip VERSION ASSETS sources)
 
-if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] &&
-	[[ -f $dist/python.wasm && -f $dist/python311.zip && -f $dist/VERSION ]]; then
+dist_complete() {
+	local f
+	for f in "${outputs[@]}"; do
+		[[ -e $dist/$f ]] || return 1
+	done
+}
+if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
 	echo "build.sh: dist/ is up to date ($key)"
 	exit 0
 fi
@@ -234,7 +251,9 @@ fi
 install_dist() {
 	mkdir -p "$dist"
 	for f in "${outputs[@]}"; do
-		cp "$out/$f" "$dist/$f.tmp"
+		rm -rf "$dist/$f.tmp"
+		cp -a "$out/$f" "$dist/$f.tmp"
+		rm -rf "$dist/$f"
 		mv "$dist/$f.tmp" "$dist/$f"
 	done
 	echo "$key" >"$dist/KEY"
@@ -265,14 +284,67 @@ phase() { echo "build.sh: [$((SECONDS - start)) s] $*"; }
 extract() {
 	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
 		{ cat "$work/extract-$1.log" >&2; exit 1; }
+	record_source "$1"
+}
+# record_source PKG declares a Debian source package as a component of the
+# runtime, in $work/sources/PKG/: SOURCE (name, version, .dsc and its
+# SHA-256, homepage) and its licence texts (debian/copyright and the
+# upstream LICENSE/COPYING files at the top of the tree). extract calls it,
+# so a package that is unpacked is declared, once; cmd/capsule-release
+# builds the SBOM and THIRD_PARTY_NOTICES from these directories, and its
+# test fails for a component without a licence text.
+record_source() {
+	local pkg=$1 dsc d f
+	dsc=$(dsc_path "$pkg")
+	d=$work/sources/$pkg
+	mkdir -p "$d"
+	{
+		echo "name=$pkg"
+		echo "kind=debian-source"
+		echo "version=${src_version[$pkg]}"
+		echo "dsc=$(basename "$dsc")"
+		echo "dsc_sha256=$(sha256sum "$dsc" | cut -d' ' -f1)"
+		echo "homepage=$(sed -n 's/^Homepage:[[:space:]]*//p' "$dsc" | head -n 1)"
+	} >"$d/SOURCE"
+	[[ -f $work/$pkg/debian/copyright ]] &&
+		cp "$work/$pkg/debian/copyright" "$d/debian-copyright"
+	for f in "$work/$pkg"/{LICENSE,LICENCE,COPYING,COPYRIGHT}*; do
+		[[ -f $f ]] && cp "$f" "$d/$(basename "$f")"
+	done
+	return 0
+}
+# record_linked PKG declares an installed Debian binary package whose code
+# is linked into python.wasm (the C library, the compiler's runtime), with
+# its version, the SHA-256 of its .deb from the signed apt index, and its
+# copyright file.
+record_linked() {
+	local pkg=$1 v d
+	v=$(dpkg-query -W -f='${Version}' "$pkg")
+	d=$work/sources/$pkg
+	mkdir -p "$d"
+	{
+		echo "name=$pkg"
+		echo "kind=debian-binary"
+		echo "version=$v"
+		echo "source=$(dpkg-query -W -f='${source:Package}' "$pkg")"
+		echo "deb_sha256=$(apt-cache show "$pkg=$v" 2>/dev/null | sed -n 's/^SHA256: //p' | head -n 1)"
+	} >"$d/SOURCE"
+	cp "/usr/share/doc/$pkg/copyright" "$d/debian-copyright"
 }
 
 wasm_cc="clang --target=wasm32-wasi"
 export AR=llvm-ar RANLIB=llvm-ranlib
+# Build paths must not reach the output (__FILE__ in messages): every
+# compile names the build tree and this directory by fixed paths.
+repro_cflags="-ffile-prefix-map=$work=/capsule-build -ffile-prefix-map=$here=/capsule-recipe"
+# What the toolchain links into python.wasm besides the sources we build.
+for pkg in wasi-libc libclang-rt-14-dev-wasm32; do
+	record_linked "$pkg"
+done
 
 build_zlib() {
 	cd "$work/zlib"
-	CC=$wasm_cc CFLAGS="-O2 -g0" CHOST=wasm32 ./configure --static --prefix="$prefix" >configure.log 2>&1 ||
+	CC=$wasm_cc CFLAGS="-O2 -g0 $repro_cflags" CHOST=wasm32 ./configure --static --prefix="$prefix" >configure.log 2>&1 ||
 		{ cat configure.log >&2; exit 1; }
 	make -j"$jobs" libz.a >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
 	cp libz.a "$prefix/lib/"
@@ -290,7 +362,7 @@ build_sqlite() {
 	# Threads, extension loading, WAL and mmap do not exist in the sandbox;
 	# "unix-none" is the VFS without file locking; temporary tables live in
 	# memory because there is no writable file system.
-	$wasm_cc -O2 -g0 -c sqlite3.c -o sqlite3.o \
+	$wasm_cc -O2 -g0 $repro_cflags -c sqlite3.c -o sqlite3.o \
 		-include "$here/wasi/sqlite-wasi.h" \
 		-DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
 		-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_TEMP_STORE=3 -DSQLITE_ENABLE_MATH_FUNCTIONS \
@@ -371,7 +443,13 @@ phase "cpython ${src_version[python3.11]}: configure"
 	cp config.cache "$conf_cache.tmp"
 	mv "$conf_cache.tmp" "$conf_cache"
 	phase "cpython: make"
-	make -j"$jobs" >make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+	# sys.version's build date is the Debian changelog's, as in Debian's
+	# own build, instead of the compiler's clock.
+	changed=$(dpkg-parsechangelog -l "$pysrc/debian/changelog" -S Date)
+	make -j"$jobs" EXTRA_CFLAGS="$repro_cflags" \
+		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
+		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
+		>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
 	for mod in zlib _sqlite3 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
@@ -402,9 +480,12 @@ find "$lib" -depth -type d \( -name test -o -name tests -o -name idle_test -o -n
 	-exec rm -rf {} +
 sysconfigdata=$(find "$pybuild/build" -name '_sysconfigdata__wasi_wasm32-wasi.py' | head -n 1)
 [[ -n $sysconfigdata ]] || { echo "build.sh: no _sysconfigdata__wasi_wasm32-wasi.py" >&2; exit 1; }
-cp "$sysconfigdata" "$lib/"
+# The build variables name the build tree; they get the fixed names the
+# compiler flags use, so the zip does not depend on where it was built.
+sed -e "s|$work|/capsule-build|g" -e "s|$here|/capsule-recipe|g" "$sysconfigdata" \
+	>"$lib/_sysconfigdata__wasi_wasm32-wasi.py"
 # Debian's sysconfig patch looks the module up without the OS part.
-cp "$sysconfigdata" "$lib/_sysconfigdata__wasm32-wasi.py"
+cp "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$lib/_sysconfigdata__wasm32-wasi.py"
 # The zip is laid out as the library directory itself: the runtime serves
 # its entries as a read-only directory tree at /usr/local/lib/python3.11
 # (CPython's ordinary path finder, no zipimport: reading a zip's directory
@@ -433,6 +514,15 @@ with zipfile.ZipFile(out, "w") as z:
             z.writestr(info, f.read())
 PY
 
+cp -a "$work/sources" "$stage/sources"
+# Every package fetched must have been unpacked, and so declared.
+for pkg in "${!src_version[@]}"; do
+	[[ -f $stage/sources/$pkg/SOURCE ]] ||
+		{ echo "build.sh: $pkg was fetched but not unpacked with extract" >&2; exit 1; }
+done
+# The hashes of what the binary embeds: every file staged so far.
+(cd "$stage" && find . -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | xargs sha256sum) >"$work/ASSETS"
+mv "$work/ASSETS" "$stage/ASSETS"
 echo "$key" >"$stage/KEY"
 rm -rf "$out.tmp"
 mv "$stage" "$out.tmp"
