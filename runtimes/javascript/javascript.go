@@ -12,13 +12,14 @@ package javascript
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"strings"
 
 	"github.com/tetratelabs/wazero"
 
 	"capsule/runtimes"
+	"capsule/runtimes/provenance"
 )
 
 //go:embed dist/quickjs.wasm
@@ -26,6 +27,23 @@ var wasmModule []byte
 
 //go:embed dist/VERSION
 var versionFile string
+
+var (
+	//go:embed dist/ASSETS
+	assetSums string
+	//go:embed dist/sources/*/SOURCE
+	sourceFiles embed.FS
+)
+
+// Provenance describes the embedded files, with the hashes fetch.sh
+// recorded for them, and the npm package they come from. Every file
+// fetch.sh lists in dist/ASSETS must be embedded and named here.
+func Provenance() (provenance.Runtime, error) {
+	return provenance.New(runtimes.JavaScript, map[string][]byte{
+		"quickjs.wasm": wasmModule,
+		"VERSION":      []byte(versionFile),
+	}, assetSums, sourceFiles, "dist/sources")
+}
 
 // Versions reports the npm package version the module comes from and the
 // QuickJS-NG version inside it, as recorded by fetch.sh in dist/VERSION.

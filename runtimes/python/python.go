@@ -13,7 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	_ "embed" // the build outputs
+	"embed" // the build outputs
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +33,7 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/internal/guestmem"
+	"capsule/runtimes/provenance"
 )
 
 // The build's outputs (build.sh) are embedded as byte slices rather than an
@@ -44,7 +45,22 @@ var (
 	stdlibZip []byte
 	//go:embed dist/VERSION
 	versionFile string
+	//go:embed dist/ASSETS
+	assetSums string
+	//go:embed dist/sources/*/SOURCE
+	sourceFiles embed.FS
 )
+
+// Provenance describes the embedded files, with the hashes the build
+// recorded for them, and the components they were built from. Every file
+// the build lists in dist/ASSETS must be embedded and named here.
+func Provenance() (provenance.Runtime, error) {
+	return provenance.New(runtimes.Python, map[string][]byte{
+		"python.wasm":   pythonWasm,
+		"python311.zip": stdlibZip,
+		"VERSION":       []byte(versionFile),
+	}, assetSums, sourceFiles, "dist/sources")
+}
 
 //go:embed bootstrap.py
 var bootstrapSource string
