@@ -630,3 +630,9 @@ func BenchmarkPrepareRun(b *testing.B) {
 func BenchmarkLoop(b *testing.B) {
 	runtimetest.BenchmarkRun(b, engineWithLimit(b, defaultLimit), "t = 0\nfor i in range(3_000_000):\n    t += i\nt", "4499998500000")
 }
+
+// TestProvenance: what build.sh recorded is what the package embeds, and
+// the Debian packages built in are recorded.
+func TestProvenance(t *testing.T) {
+	runtimetest.CheckProvenance(t, Provenance, "python3.11", "zlib", "sqlite3", "wasi-libc", "libclang-rt-14-dev-wasm32")
+}
