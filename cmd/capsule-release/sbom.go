@@ -175,9 +175,13 @@ func (c component) spdxPackage() (spdxPackage, error) {
 		p.SourceInfo = fmt.Sprintf("Debian source package, built for wasm32-wasi into the %s runtime; the checksum is its .dsc's", c.Runtime)
 		purl("pkg:deb/debian/" + c.Name + "@" + purlEscape(c.Version) + "?arch=source")
 	case provenance.KindDebianBinary:
-		sha256Sum(c.SHA256)
-		p.SourceInfo = fmt.Sprintf("Debian binary package (source package %s), linked into the %s runtime; the checksum is its .deb's",
-			c.Fields["source"], c.Runtime)
+		p.SourceInfo = fmt.Sprintf("Debian binary package (source package %s), linked into the %s runtime; ", c.Fields["source"], c.Runtime)
+		if c.SHA256 != "" {
+			sha256Sum(c.SHA256)
+			p.SourceInfo += "the checksum is its .deb's"
+		} else {
+			p.SourceInfo += "its .deb's hash was not in the build machine's apt index"
+		}
 		purl("pkg:deb/debian/" + c.Name + "@" + purlEscape(c.Version))
 	case provenance.KindNPM:
 		sha256Sum(c.SHA256)

@@ -42,7 +42,9 @@ type Component struct {
 	Version string `json:"version"`
 	// SHA256 is the hex SHA-256 of the file that pins the component: the
 	// .dsc of a Debian source package, the .deb of a binary package, the
-	// tarball of an npm package.
+	// tarball of an npm package. Only a binary package may lack it: its
+	// hash comes from the machine's apt index, which may have dropped the
+	// installed version.
 	SHA256 string `json:"sha256"`
 	// Fields holds every key of the SOURCE file, the above included.
 	Fields map[string]string `json:"fields"`
@@ -55,8 +57,8 @@ var pinKeys = map[string]string{
 	KindNPM:          "tarball_sha256",
 }
 
-// ParseSource parses a SOURCE file. Name, kind, version and the kind's
-// pinning hash are required.
+// ParseSource parses a SOURCE file. Name, kind, version and, except for a
+// Debian binary package, the kind's pinning hash are required.
 func ParseSource(text string) (Component, error) {
 	fields := map[string]string{}
 	for n, line := range strings.Split(text, "\n") {
@@ -79,7 +81,7 @@ func ParseSource(text string) (Component, error) {
 		return Component{}, fmt.Errorf("%s: unknown kind %q", c.Name, c.Kind)
 	case c.Version == "":
 		return Component{}, fmt.Errorf("%s: no version", c.Name)
-	case !isSHA256(fields[pin]):
+	case !isSHA256(fields[pin]) && (c.Kind != KindDebianBinary || fields[pin] != ""):
 		return Component{}, fmt.Errorf("%s: %s is %q, not a hex SHA-256", c.Name, pin, fields[pin])
 	}
 	c.SHA256 = fields[pin]
