@@ -64,9 +64,11 @@ bench: build
 
 # The release: dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
 # THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS) and dist/SHA256SUMS.
-# Time stamps are the commit's; SOURCE_DATE_EPOCH overrides.
+# Time stamps are the commit's; SOURCE_DATE_EPOCH overrides. A binary built
+# with uncommitted changes is refused; DIST_FLAGS=-allow-modified releases
+# it anyway, for a try-out.
 dist: build
-	$(GO) run ./cmd/capsule-release -bin $(BIN) -out dist
+	$(GO) run ./cmd/capsule-release -bin $(BIN) -out dist $(DIST_FLAGS)
 
 # Two cold builds of HEAD in different directories with empty caches,
 # compared. Not part of `make test`: it takes two cold builds.

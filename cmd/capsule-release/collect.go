@@ -66,6 +66,7 @@ type release struct {
 	Name       string // capsule-VERSION-linux-ARCH
 	Version    string
 	Commit     string
+	Modified   bool // built with uncommitted changes
 	Created    time.Time
 	Binary     []byte
 	Licence    []byte
@@ -150,10 +151,11 @@ func collect(bin, root string, tc toolchain) (*release, error) {
 		return nil, fmt.Errorf("%s is built for %q; releases are for linux", bin, settings["GOOS"])
 	}
 	rel := &release{
-		Name:    fmt.Sprintf("capsule-%s-linux-%s", v.Capsule.Version, settings["GOARCH"]),
-		Version: v.Capsule.Version,
-		Commit:  v.Capsule.Commit,
-		Binary:  binary,
+		Name:     fmt.Sprintf("capsule-%s-linux-%s", v.Capsule.Version, settings["GOARCH"]),
+		Version:  v.Capsule.Version,
+		Commit:   v.Capsule.Commit,
+		Modified: v.Capsule.Modified,
+		Binary:   binary,
 	}
 	if rel.Created, err = releaseTime(v.Capsule.CommitTime); err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ func main() {
 	bin := flag.String("bin", "bin/capsule", "the capsule binary to release")
 	root := flag.String("root", ".", "the capsule source tree the binary was built from (LICENSE, runtimes/*/dist)")
 	out := flag.String("out", "dist", "directory to write the tarball and SHA256SUMS into")
+	allowModified := flag.Bool("allow-modified", false, "release a binary built with uncommitted changes (not reproducible by anyone else)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: capsule-release [-bin FILE] [-root DIR] [-out DIR]\n\n"+
 			"Writes OUT/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE, THIRD_PARTY_NOTICES,\n"+
@@ -45,6 +46,11 @@ func main() {
 	rel, err := collect(*bin, *root, goToolchain{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capsule-release:", err)
+		os.Exit(1)
+	}
+	if rel.Modified && !*allowModified {
+		fmt.Fprintf(os.Stderr, "capsule-release: %s was built with uncommitted changes, so nobody can rebuild it from commit %s; "+
+			"commit them and run make dist again (or pass -allow-modified for a test release)\n", *bin, rel.Commit)
 		os.Exit(1)
 	}
 	tarball, err := rel.write(*out)

@@ -66,7 +66,9 @@ func runtimeProvenance() ([]provenance.Runtime, error) {
 	return out, nil
 }
 
-func collectVersionInfo() (versionInfo, error) {
+// collectVersionInfo reads everything but the runtimes, which only --json
+// needs: the plain output must not depend on the runtimes' records.
+func collectVersionInfo() versionInfo {
 	var v versionInfo
 	v.Capsule.Version = supervisor.Version
 	v.Go = runtime.Version()
@@ -98,15 +100,7 @@ func collectVersionInfo() (versionInfo, error) {
 			}
 		}
 	}
-	rts, err := runtimeProvenance()
-	if err != nil {
-		return v, err
-	}
-	v.Runtimes = map[string]provenance.Runtime{}
-	for _, r := range rts {
-		v.Runtimes[r.Name] = r
-	}
-	return v, nil
+	return v
 }
 
 func version(args []string) int {
@@ -118,12 +112,17 @@ func version(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	info, err := collectVersionInfo()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "capsule version:", err)
-		return exitCodeError
-	}
+	info := collectVersionInfo()
 	if *asJSON {
+		rts, err := runtimeProvenance()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "capsule version:", err)
+			return exitCodeError
+		}
+		info.Runtimes = map[string]provenance.Runtime{}
+		for _, r := range rts {
+			info.Runtimes[r.Name] = r
+		}
 		b, _ := json.MarshalIndent(info, "", "  ")
 		fmt.Println(string(b))
 		return exitOK
