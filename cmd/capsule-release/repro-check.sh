@@ -11,7 +11,9 @@
 # Exit status 0 when they are identical, 1 otherwise.
 #
 # Environment: CAPSULE_REPRO_DIR (work directory, default a new one under
-# /tmp; removed on success), CAPSULE_BUILD_JOBS (passed on to build.sh).
+# /tmp; removed on success), CAPSULE_REPRO_PARALLEL=1 (run the two builds
+# side by side, the second a minute later), CAPSULE_BUILD_JOBS (passed on
+# to build.sh).
 set -euo pipefail
 
 repo=$(git rev-parse --show-toplevel)
@@ -22,26 +24,45 @@ fi
 work=${CAPSULE_REPRO_DIR:-$(mktemp -d /tmp/capsule-repro.XXXXXX)}
 mkdir -p "$work"
 
-# Different directory names and depths, so a path that leaks into the
-# output shows up as a difference.
+# Different names, lengths and depths for the trees and the caches, so a
+# path that leaks into the output (or changes its layout) shows up.
 dirs=("$work/one/capsule" "$work/second-build/deeper/src")
+caches=("$work/c1" "$work/second-build/build-cache")
 declare -a sums secs
-for i in 0 1; do
-	dir=${dirs[i]}
-	rm -rf "$dir" "$work/cache-$i" "$work/gocache-$i"
-	mkdir -p "$(dirname "$dir")"
-	git clone -q "$repo" "$dir"
-	git -C "$dir" checkout -q --detach "$commit"
-	echo "repro-check: build $((i + 1)) of 2 in $dir (log: $work/build-$i.log)"
-	start=$SECONDS
-	if ! (cd "$dir" && env CAPSULE_BUILD_CACHE="$work/cache-$i" GOCACHE="$work/gocache-$i" make build) \
+build() {
+	local i=$1 dir=${dirs[$1]} start=$SECONDS
+	if ! (cd "$dir" && env CAPSULE_BUILD_CACHE="${caches[i]}" GOCACHE="${caches[i]}/go" make build) \
 		>"$work/build-$i.log" 2>&1; then
 		tail -n 30 "$work/build-$i.log" >&2
 		echo "repro-check: build $((i + 1)) failed; see $work/build-$i.log" >&2
-		exit 1
+		return 1
 	fi
-	secs[i]=$((SECONDS - start))
-	sums[i]=$(sha256sum "$dir/bin/capsule" | cut -d' ' -f1)
+	echo "$((SECONDS - start))" >"$work/build-$i.secs"
+}
+for i in 0 1; do
+	rm -rf "${dirs[i]}" "${caches[i]}" "$work/build-$i.secs"
+	mkdir -p "$(dirname "${dirs[i]}")"
+	git clone -q "$repo" "${dirs[i]}"
+	git -C "${dirs[i]}" checkout -q --detach "$commit"
+done
+if [[ ${CAPSULE_REPRO_PARALLEL:-0} == 1 ]]; then
+	# Side by side, the second a minute later (so the clocks differ): on a
+	# busy shared machine this takes about as long as one cold build.
+	echo "repro-check: builds 1 and 2 side by side in ${dirs[0]} and ${dirs[1]} (logs: $work/build-*.log)"
+	build 0 &
+	first=$!
+	sleep 60
+	build 1 || { wait "$first"; exit 1; }
+	wait "$first" || exit 1
+else
+	for i in 0 1; do
+		echo "repro-check: build $((i + 1)) of 2 in ${dirs[i]} (log: $work/build-$i.log)"
+		build "$i" || exit 1
+	done
+fi
+for i in 0 1; do
+	secs[i]=$(<"$work/build-$i.secs")
+	sums[i]=$(sha256sum "${dirs[i]}/bin/capsule" | cut -d' ' -f1)
 done
 
 for i in 0 1; do

@@ -481,9 +481,22 @@ find "$lib" -depth -type d \( -name test -o -name tests -o -name idle_test -o -n
 sysconfigdata=$(find "$pybuild/build" -name '_sysconfigdata__wasi_wasm32-wasi.py' | head -n 1)
 [[ -n $sysconfigdata ]] || { echo "build.sh: no _sysconfigdata__wasi_wasm32-wasi.py" >&2; exit 1; }
 # The build variables name the build tree; they get the fixed names the
-# compiler flags use, so the zip does not depend on where it was built.
-sed -e "s|$work|/capsule-build|g" -e "s|$here|/capsule-recipe|g" "$sysconfigdata" \
-	>"$lib/_sysconfigdata__wasi_wasm32-wasi.py"
+# compiler flags use, so the zip does not depend on where it was built. The
+# file is written anew as sysconfig writes it (pprint), because its line
+# breaks depend on the length of the paths.
+/usr/bin/python3.11 - "$sysconfigdata" "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$work" "$here" <<'PY'
+import pprint, sys
+src, dst, work, here = sys.argv[1:5]
+ns = {}
+exec(open(src, encoding="utf8").read(), ns)
+def fixed(v):
+    return v.replace(work, "/capsule-build").replace(here, "/capsule-recipe") if isinstance(v, str) else v
+build_time_vars = {k: fixed(v) for k, v in ns["build_time_vars"].items()}
+with open(dst, "w", encoding="utf8") as f:
+    f.write("# system configuration generated and used by the sysconfig module\n")
+    f.write("build_time_vars = ")
+    pprint.pprint(build_time_vars, stream=f)
+PY
 # Debian's sysconfig patch looks the module up without the OS part.
 cp "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$lib/_sysconfigdata__wasm32-wasi.py"
 # The zip is laid out as the library directory itself: the runtime serves
