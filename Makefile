@@ -14,29 +14,33 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test wazero-check fuzz bench assets python-wasm javascript-wasm clean
+.PHONY: all build run test wazero-check fuzz bench assets python-wasm javascript-wasm dist repro-check clean
 
 all: build
 
+# Reproducible (make repro-check): -trimpath keeps build paths out of the
+# binary and Go's build id is a hash of the inputs. The commit is stamped
+# with -X, not by Go's VCS stamping, which does not see git worktrees and
+# which GOFLAGS can switch off: a stamp that depended on the environment
+# would make two builds of one commit differ.
+COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_UNIX := $(shell git log -1 --format=%ct 2>/dev/null)
+MODIFIED    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true,false)
+LDFLAGS     := -X main.commit=$(COMMIT) -X main.commitUnix=$(COMMIT_UNIX) -X main.modified=$(MODIFIED)
+
 build: assets
-	$(GO) build -trimpath -o $(BIN) ./cmd/capsule
+	$(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/capsule
 
 run: build
 	./$(BIN) serve
 
 assets: python-wasm javascript-wasm
 
-# Each runtime's module is prepared for interpreter snapshots: its data
-# segments move to a file of their own (runtimes/internal/snapshot).
-PREPARE = $(GO) run ./runtimes/internal/snapshot/prepare
-
 python-wasm:
 	runtimes/python/build.sh
-	$(PREPARE) -in runtimes/python/dist/python.wasm -out runtimes/python/dist/python.snap.wasm -data runtimes/python/dist/python.data
 
 javascript-wasm:
 	runtimes/javascript/fetch.sh
-	$(PREPARE) -in runtimes/javascript/dist/quickjs.wasm -out runtimes/javascript/dist/quickjs.snap.wasm -data runtimes/javascript/dist/quickjs.data
 
 test: assets wazero-check
 	$(GO) vet ./...
@@ -64,5 +68,18 @@ fuzz: assets
 bench: build
 	$(GO) run ./cmd/capsule-bench -bin $(BIN)
 
+# The release: dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
+# THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS) and dist/SHA256SUMS.
+# Time stamps are the commit's; SOURCE_DATE_EPOCH overrides. A binary built
+# with uncommitted changes is refused; DIST_FLAGS=-allow-modified releases
+# it anyway, for a try-out.
+dist: build
+	$(GO) run ./cmd/capsule-release -bin $(BIN) -out dist $(DIST_FLAGS)
+
+# Two cold builds of HEAD in different directories with empty caches,
+# compared. Not part of `make test`: it takes two cold builds.
+repro-check:
+	cmd/capsule-release/repro-check.sh
+
 clean:
-	rm -rf bin runtimes/python/dist runtimes/javascript/dist
+	rm -rf bin dist runtimes/python/dist runtimes/javascript/dist

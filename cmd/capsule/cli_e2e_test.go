@@ -1,8 +1,13 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -72,14 +77,99 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestVersionJSON: `capsule version --json` reports each embedded file with
+// the SHA-256 of the file the build wrote, and the components and Go
+// modules it was built from.
+func TestVersionJSON(t *testing.T) {
+	out, err := exec.Command(capsuleBin, "version", "--json").Output()
+	if err != nil {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	var v struct {
+		Capsule    struct{ Version, Commit string }
+		Go, Wazero string
+		Runtimes   map[string]struct {
+			Assets     []struct{ Name, SHA256 string }
+			Components []struct{ Name, Kind, Version, SHA256 string }
+		}
+		GoModules []struct{ Path, Version, Sum string } `json:"go_modules"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if v.Capsule.Version == "" || !strings.HasPrefix(v.Go, "go1.") || !strings.HasPrefix(v.Wazero, "v") {
+		t.Errorf("capsule %+v, go %q, wazero %q", v.Capsule, v.Go, v.Wazero)
+	}
+	wantAssets := map[string][]string{
+		"python":     {"python.wasm", "python311.zip", "VERSION"},
+		"javascript": {"quickjs.wasm", "VERSION"},
+	}
+	wantComponents := map[string][]string{
+		"python":     {"python3.11", "zlib", "sqlite3", "wasi-libc"},
+		"javascript": {"@jitl/quickjs-ng-wasmfile-release-sync"},
+	}
+	for lang, files := range wantAssets {
+		rt := v.Runtimes[lang]
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join("..", "..", "runtimes", lang, "dist", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("%x", sha256.Sum256(data))
+			found := false
+			for _, a := range rt.Assets {
+				if a.Name == f {
+					found = true
+					if a.SHA256 != want {
+						t.Errorf("%s/%s: reported SHA-256 %s, the file has %s", lang, f, a.SHA256, want)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: no asset %s in %+v", lang, f, rt.Assets)
+			}
+		}
+		for _, name := range wantComponents[lang] {
+			found := false
+			for _, c := range rt.Components {
+				if c.Name == name {
+					found = c.Version != "" && len(c.SHA256) == 64
+				}
+			}
+			if !found {
+				t.Errorf("%s: no component %s with a version and a SHA-256 in %+v", lang, name, rt.Components)
+			}
+		}
+	}
+	found := false
+	for _, m := range v.GoModules {
+		if m.Path == "github.com/tetratelabs/wazero" && m.Version == v.Wazero && strings.HasPrefix(m.Sum, "h1:") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("go_modules lacks wazero %s with its go.sum hash: %+v", v.Wazero, v.GoModules)
+	}
+}
+
 func TestDoctor(t *testing.T) {
 	out, err := exec.Command(capsuleBin, "doctor", "--json").Output()
 	if err != nil {
 		t.Fatalf("doctor: %v\n%s", err, out)
 	}
-	for _, layer := range []string{"seccomp", "landlock", "no_new_privs", "namespaces", "rlimits", "python", "javascript"} {
+	for _, layer := range []string{"seccomp", "landlock", "no_new_privs", "namespaces", "rlimits", "assets", "python", "javascript"} {
 		if !strings.Contains(string(out), `"`+layer+`"`) {
 			t.Errorf("doctor --json lacks %q:\n%s", layer, out)
 		}
+	}
+	var layers map[string]struct {
+		Active bool
+		Reason string
+	}
+	if err := json.Unmarshal(out, &layers); err != nil {
+		t.Fatal(err)
+	}
+	if a := layers["assets"]; !a.Active || !strings.Contains(a.Reason, "python/python.wasm") {
+		t.Errorf("assets layer %+v, want active and naming python/python.wasm", a)
 	}
 }

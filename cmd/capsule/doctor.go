@@ -27,8 +27,10 @@ type doctorLayer struct {
 
 func doctor(args []string) int {
 	fs := newFlagSet("doctor", "capsule doctor [--json] [flags]\n\n"+
-		"Checks each hardening layer and each runtime (loading, then one trivial execution).\n"+
-		"Exit status 1 when a runtime fails, or when a layer is unavailable and --require-hardening is set.")
+		"Checks each hardening layer, the embedded runtime files against the SHA-256 their build\n"+
+		"recorded (assets), and each runtime (loading, then one trivial execution).\n"+
+		"Exit status 1 when the assets or a runtime fail, or when a layer is unavailable and\n"+
+		"--require-hardening is set.")
 	e := supervisor.NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
@@ -53,6 +55,7 @@ func doctor(args []string) int {
 	defer sup.Close()
 	cg := sup.Cgroup()
 	layers = append(layers, doctorLayer{Name: "memory_cgroup", Active: cg.Active, Reason: cg.Reason, info: true})
+	layers = append(layers, checkAssets())
 	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
 		layers = append(layers, checkRuntime(sup, lang))
 	}
@@ -116,6 +119,35 @@ func hardeningLayers(opts isolation.Options) []doctorLayer {
 		"; memory backstops: DATA at the memory limit + %s, worker RSS watchdog at the limit + %s",
 		supervisor.Size(runtimes.WorkerDataOverhead), supervisor.Size(runtimes.WorkerRSSOverhead)), hardening: true})
 	return out
+}
+
+// checkAssets hashes every embedded runtime file and compares it with the
+// hash its build recorded, which `capsule version --json` and the release's
+// SBOM also list.
+func checkAssets() doctorLayer {
+	l := doctorLayer{Name: "assets"}
+	rts, err := runtimeProvenance()
+	if err != nil {
+		l.Reason = err.Error()
+		return l
+	}
+	var errs []string
+	var names []string
+	for _, r := range rts {
+		for _, err := range r.Verify() {
+			errs = append(errs, err.Error())
+		}
+		for _, a := range r.Assets {
+			names = append(names, r.Name+"/"+a.Name)
+		}
+	}
+	if len(errs) > 0 {
+		l.Reason = strings.Join(errs, "; ")
+		return l
+	}
+	l.Active = true
+	l.Reason = fmt.Sprintf("%d embedded files match the SHA-256 their build recorded (%s)", len(names), strings.Join(names, ", "))
+	return l
 }
 
 // checkRuntime loads a runtime in a real worker and runs 1+1.

@@ -1,42 +1,144 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"time"
 
 	"capsule/runtimes/javascript"
+	"capsule/runtimes/provenance"
 	"capsule/runtimes/python"
 	"capsule/supervisor"
 )
 
-func version(args []string) int {
-	fs := newFlagSet("version", "capsule version")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	cpython, debian := python.Versions()
-	pkg, quickjs := javascript.Versions()
-	fmt.Fprintf(os.Stdout, "capsule %s\n", supervisor.Version)
-	fmt.Fprintf(os.Stdout, "go %s\n", runtime.Version())
-	fmt.Fprintf(os.Stdout, "wazero %s\n", moduleVersion("github.com/tetratelabs/wazero"))
-	fmt.Fprintf(os.Stdout, "cpython %s (Debian source package python3.11 %s, wasm32-wasi)\n", cpython, debian)
-	for _, lib := range python.Libraries() {
-		// Built into the Python runtime from Debian source packages.
-		fmt.Fprintf(os.Stdout, "  %s (Debian source package)\n", lib)
-	}
-	fmt.Fprintf(os.Stdout, "quickjs-ng %s (npm @jitl/quickjs-ng-wasmfile-release-sync %s)\n", quickjs, pkg)
-	return exitOK
+// The commit the binary was built from, set by the Makefile with -X: Go's
+// own VCS stamp does not see git worktrees and can be turned off by GOFLAGS,
+// and a stamp that depends on the environment would make two builds of one
+// commit differ.
+var (
+	commit     string // full hash
+	commitUnix string // commit time, Unix seconds
+	modified   string // "true" when built with uncommitted changes
+)
+
+// versionInfo is `capsule version --json`: what this binary is and what it
+// embeds, for a reviewer to compare with the release's SBOM.
+type versionInfo struct {
+	Capsule struct {
+		Version string `json:"version"`
+		// Commit, CommitTime (RFC 3339, UTC) and Modified say what the
+		// binary was built from; empty when built without the Makefile
+		// outside a git checkout.
+		Commit     string `json:"commit"`
+		CommitTime string `json:"commit_time"`
+		Modified   bool   `json:"modified"`
+	} `json:"capsule"`
+	Go     string `json:"go"`
+	Wazero string `json:"wazero"`
+	// Runtimes maps a language to its embedded files (with the SHA-256 its
+	// build recorded) and the components they were built from.
+	Runtimes map[string]provenance.Runtime `json:"runtimes"`
+	// GoModules are the modules compiled in, with their go.sum hashes.
+	GoModules []goModule `json:"go_modules"`
 }
 
-func moduleVersion(path string) string {
+// goModule is one Go module of the build.
+type goModule struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	Sum     string `json:"sum"`
+}
+
+// runtimeProvenance is each embedded runtime's provenance, in a fixed order.
+func runtimeProvenance() ([]provenance.Runtime, error) {
+	var out []provenance.Runtime
+	for _, get := range []func() (provenance.Runtime, error){python.Provenance, javascript.Provenance} {
+		r, err := get()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// collectVersionInfo reads everything but the runtimes, which only --json
+// needs: the plain output must not depend on the runtimes' records.
+func collectVersionInfo() versionInfo {
+	var v versionInfo
+	v.Capsule.Version = supervisor.Version
+	v.Go = runtime.Version()
+	v.Wazero = "unknown"
+	v.Capsule.Commit, v.Capsule.Modified = commit, modified == "true"
+	if n, err := strconv.ParseInt(commitUnix, 10, 64); err == nil {
+		v.Capsule.CommitTime = time.Unix(n, 0).UTC().Format(time.RFC3339)
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v.Capsule.Commit == "" {
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					v.Capsule.Commit = s.Value
+				case "vcs.time":
+					v.Capsule.CommitTime = s.Value
+				case "vcs.modified":
+					v.Capsule.Modified = s.Value == "true"
+				}
+			}
+		}
 		for _, m := range bi.Deps {
-			if m.Path == path {
-				return m.Version
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			v.GoModules = append(v.GoModules, goModule{Path: m.Path, Version: m.Version, Sum: m.Sum})
+			if m.Path == "github.com/tetratelabs/wazero" {
+				v.Wazero = m.Version
 			}
 		}
 	}
-	return "unknown"
+	return v
+}
+
+func version(args []string) int {
+	fs := newFlagSet("version", "capsule version [--json]\n\n"+
+		"Prints capsule's version and commit, Go, wazero and the embedded runtimes. With --json, also\n"+
+		"each embedded file with the SHA-256 its build recorded, the components it was built from\n"+
+		"(version and the SHA-256 that pins each) and the Go modules with their go.sum hashes.")
+	asJSON := fs.Bool("json", false, "print everything as one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	info := collectVersionInfo()
+	if *asJSON {
+		rts, err := runtimeProvenance()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "capsule version:", err)
+			return exitCodeError
+		}
+		info.Runtimes = map[string]provenance.Runtime{}
+		for _, r := range rts {
+			info.Runtimes[r.Name] = r
+		}
+		b, _ := json.MarshalIndent(info, "", "  ")
+		fmt.Println(string(b))
+		return exitOK
+	}
+	cpython, debian := python.Versions()
+	pkg, quickjs := javascript.Versions()
+	built := info.Capsule.Commit
+	if built == "" {
+		built = "unknown"
+	} else if info.Capsule.Modified {
+		built += " with uncommitted changes"
+	}
+	fmt.Printf("capsule %s (commit %s)\n", info.Capsule.Version, built)
+	fmt.Printf("go %s\n", info.Go)
+	fmt.Printf("wazero %s\n", info.Wazero)
+	fmt.Printf("cpython %s (Debian source package python3.11 %s, wasm32-wasi)\n", cpython, debian)
+	fmt.Printf("quickjs-ng %s (npm @jitl/quickjs-ng-wasmfile-release-sync %s)\n", quickjs, pkg)
+	return exitOK
 }

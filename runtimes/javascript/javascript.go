@@ -13,7 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -24,6 +24,7 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/internal/snapshot"
+	"capsule/runtimes/provenance"
 )
 
 // quickjs.snap.wasm is fetch.sh's quickjs.wasm without its data segments,
@@ -37,6 +38,24 @@ var (
 
 //go:embed dist/VERSION
 var versionFile string
+
+var (
+	//go:embed dist/ASSETS
+	assetSums string
+	//go:embed dist/sources/*/SOURCE
+	sourceFiles embed.FS
+)
+
+// Provenance describes the embedded files, with the hashes fetch.sh
+// recorded for them, and the npm package they come from. Every file
+// fetch.sh lists in dist/ASSETS must be embedded and named here.
+func Provenance() (provenance.Runtime, error) {
+	return provenance.New(runtimes.JavaScript, map[string][]byte{
+		"quickjs.snap.wasm": wasmModule,
+		"quickjs.data":      moduleData,
+		"VERSION":           []byte(versionFile),
+	}, assetSums, sourceFiles, "dist/sources")
+}
 
 // Versions reports the npm package version the module comes from and the
 // QuickJS-NG version inside it, as recorded by fetch.sh in dist/VERSION.

@@ -294,3 +294,8 @@ func BenchmarkPrepareRun(b *testing.B) { runtimetest.BenchmarkRun(b, testEngine(
 func BenchmarkLoop(b *testing.B) {
 	runtimetest.BenchmarkRun(b, testEngine(b), "let s = 0; for (let i = 0; i < 3e6; i++) s += i; s", "4499998500000")
 }
+
+// TestProvenance: what fetch.sh recorded is what the package embeds.
+func TestProvenance(t *testing.T) {
+	runtimetest.CheckProvenance(t, Provenance, "@jitl/quickjs-ng-wasmfile-release-sync")
+}

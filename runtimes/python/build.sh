@@ -7,12 +7,18 @@
 # database compiled from Debian's tzdata source package. It writes, into
 # runtimes/python/dist/:
 #
-#   python.wasm     the interpreter, a WASI reactor with reactor/capsule.c's entry
-#                   points, stripped of custom sections
+#   python.snap.wasm  the interpreter, a WASI reactor with reactor/capsule.c's
+#                   entry points, stripped of custom sections, its data
+#                   segments moved to python.data (runtimes/internal/snapshot)
 #   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
 #   tzdata.zip      the compiled time zones (TZif files), served read-only
 #                   at /usr/share/zoneinfo
 #   VERSION         cpython=3.11.x / debian=<python3.11 source version> / ...
+#   ASSETS          the SHA-256 of each file above (sha256sum format), which
+#                   the binary carries and `capsule doctor` checks
+#   sources/PKG/    one directory per component built in: SOURCE (name,
+#                   version, the .dsc and its SHA-256) and its licence texts,
+#                   from which the release's SBOM and notices are generated
 #   KEY             the cache key the files were built for
 #
 # The result is cached under ${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}
@@ -25,9 +31,17 @@
 #
 # Environment: CAPSULE_BUILD_CACHE (cache root), CAPSULE_BUILD_KEEP=1 (keep
 # the build tree for inspection), CAPSULE_BUILD_JOBS (make -j, default nproc).
+#
+# The output is reproducible: the same sources, toolchain and recipe give the
+# same bytes in any directory at any time (no build paths, dates or hash
+# seeds reach the output; see "Reproducibility" in RATIONALE.md).
 set -euo pipefail
+# Python's set ordering (frozenset constants in .pyc and frozen modules)
+# must not depend on a random hash seed.
+export PYTHONHASHSEED=0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 dist=$here/dist
 cache_root=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/python
 jobs=${CAPSULE_BUILD_JOBS:-$(nproc)}
@@ -228,19 +242,19 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
-	libclang-rt-14-dev-wasm32 python3.11 | sha256sum | cut -c1-8)
+	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
 key+="_xz-${src_version[xz-utils]#*:}_bz2-${src_version[bzip2]#*:}_tz-${src_version[tzdata]#*:}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
-outputs=(python.wasm python311.zip tzdata.zip VERSION)
+outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources)
 
 dist_complete() {
 	local f
 	for f in "${outputs[@]}"; do
-		[[ -f $dist/$f ]] || return 1
+		[[ -e $dist/$f ]] || return 1
 	done
 }
 if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
@@ -251,7 +265,9 @@ fi
 install_dist() {
 	mkdir -p "$dist"
 	for f in "${outputs[@]}"; do
-		cp "$out/$f" "$dist/$f.tmp"
+		rm -rf "$dist/$f.tmp"
+		cp -a "$out/$f" "$dist/$f.tmp"
+		rm -rf "$dist/$f"
 		mv "$dist/$f.tmp" "$dist/$f"
 	done
 	echo "$key" >"$dist/KEY"
@@ -282,14 +298,67 @@ phase() { echo "build.sh: [$((SECONDS - start)) s] $*"; }
 extract() {
 	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
 		{ cat "$work/extract-$1.log" >&2; exit 1; }
+	record_source "$1"
+}
+# record_source PKG declares a Debian source package as a component of the
+# runtime, in $work/sources/PKG/: SOURCE (name, version, .dsc and its
+# SHA-256, homepage) and its licence texts (debian/copyright and the
+# upstream LICENSE/COPYING files at the top of the tree). extract calls it,
+# so a package that is unpacked is declared, once; cmd/capsule-release
+# builds the SBOM and THIRD_PARTY_NOTICES from these directories, and its
+# test fails for a component without a licence text.
+record_source() {
+	local pkg=$1 dsc d f
+	dsc=$(dsc_path "$pkg")
+	d=$work/sources/$pkg
+	mkdir -p "$d"
+	{
+		echo "name=$pkg"
+		echo "kind=debian-source"
+		echo "version=${src_version[$pkg]}"
+		echo "dsc=$(basename "$dsc")"
+		echo "dsc_sha256=$(sha256sum "$dsc" | cut -d' ' -f1)"
+		echo "homepage=$(sed -n 's/^Homepage:[[:space:]]*//p' "$dsc" | head -n 1)"
+	} >"$d/SOURCE"
+	[[ -f $work/$pkg/debian/copyright ]] &&
+		cp "$work/$pkg/debian/copyright" "$d/debian-copyright"
+	for f in "$work/$pkg"/{LICENSE,LICENCE,COPYING,COPYRIGHT}*; do
+		[[ -f $f ]] && cp "$f" "$d/$(basename "$f")"
+	done
+	return 0
+}
+# record_linked PKG declares an installed Debian binary package whose code
+# is linked into python.wasm (the C library, the compiler's runtime), with
+# its version, the SHA-256 of its .deb from the signed apt index, and its
+# copyright file.
+record_linked() {
+	local pkg=$1 v d
+	v=$(dpkg-query -W -f='${Version}' "$pkg")
+	d=$work/sources/$pkg
+	mkdir -p "$d"
+	{
+		echo "name=$pkg"
+		echo "kind=debian-binary"
+		echo "version=$v"
+		echo "source=$(dpkg-query -W -f='${source:Package}' "$pkg")"
+		echo "deb_sha256=$(apt-cache show "$pkg=$v" 2>/dev/null | sed -n 's/^SHA256: //p' | head -n 1)"
+	} >"$d/SOURCE"
+	cp "/usr/share/doc/$pkg/copyright" "$d/debian-copyright"
 }
 
 wasm_cc="clang --target=wasm32-wasi"
 export AR=llvm-ar RANLIB=llvm-ranlib
+# Build paths must not reach the output (__FILE__ in messages): every
+# compile names the build tree and this directory by fixed paths.
+repro_cflags="-ffile-prefix-map=$work=/capsule-build -ffile-prefix-map=$here=/capsule-recipe"
+# What the toolchain links into python.wasm besides the sources we build.
+for pkg in wasi-libc libclang-rt-14-dev-wasm32; do
+	record_linked "$pkg"
+done
 
 build_zlib() {
 	cd "$work/zlib"
-	CC=$wasm_cc CFLAGS="-O2 -g0" CHOST=wasm32 ./configure --static --prefix="$prefix" >configure.log 2>&1 ||
+	CC=$wasm_cc CFLAGS="-O2 -g0 $repro_cflags" CHOST=wasm32 ./configure --static --prefix="$prefix" >configure.log 2>&1 ||
 		{ cat configure.log >&2; exit 1; }
 	make -j"$jobs" libz.a >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
 	cp libz.a "$prefix/lib/"
@@ -307,7 +376,7 @@ build_sqlite() {
 	# Threads, extension loading, WAL and mmap do not exist in the sandbox;
 	# "unix-none" is the VFS without file locking; temporary tables live in
 	# memory because there is no writable file system.
-	$wasm_cc -O2 -g0 -c sqlite3.c -o sqlite3.o \
+	$wasm_cc -O2 -g0 $repro_cflags -c sqlite3.c -o sqlite3.o \
 		-include "$here/wasi/sqlite-wasi.h" \
 		-DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
 		-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_TEMP_STORE=3 -DSQLITE_ENABLE_MATH_FUNCTIONS \
@@ -456,7 +525,13 @@ phase "cpython ${src_version[python3.11]}: configure"
 	cp config.cache "$conf_cache.tmp"
 	mv "$conf_cache.tmp" "$conf_cache"
 	phase "cpython: make"
-	make -j"$jobs" >make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+	# sys.version's build date is the Debian changelog's, as in Debian's
+	# own build, instead of the compiler's clock.
+	changed=$(dpkg-parsechangelog -l "$pysrc/debian/changelog" -S Date)
+	make -j"$jobs" EXTRA_CFLAGS="$repro_cflags" \
+		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
+		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
+		>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	# capsule's module: the objects of python.wasm linked as a WASI reactor
 	# with reactor/capsule.c's entry points instead of CPython's main(), so that
 	# the interpreter's start-up and the run are separate calls (capsule.c
@@ -468,7 +543,10 @@ Programs/capsule.o: $(CAPSULE_C)
 python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
 	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
 MK
-	make -f capsule.mk CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
+	make -f capsule.mk EXTRA_CFLAGS="$repro_cflags" \
+		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
+		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
+		CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
 		{ tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
@@ -480,7 +558,11 @@ MK
 pybuild=$pysrc/builddir/wasi
 stage=$work/stage
 mkdir -p "$stage"
-llvm-strip --strip-all -o "$stage/python.wasm" "$pybuild/python-reactor.wasm"
+llvm-strip --strip-all -o "$work/python.wasm" "$pybuild/python-reactor.wasm"
+# What the binary embeds: the module without its data segments, and the
+# data apart (runtimes/internal/snapshot says why).
+(cd "$repo" && go run ./runtimes/internal/snapshot/prepare \
+	-in "$work/python.wasm" -out "$stage/python.snap.wasm" -data "$stage/python.data")
 
 cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysrc/Include/patchlevel.h")
 {
@@ -503,9 +585,25 @@ find "$lib" -depth -type d \( -name test -o -name tests -o -name idle_test -o -n
 	-exec rm -rf {} +
 sysconfigdata=$(find "$pybuild/build" -name '_sysconfigdata__wasi_wasm32-wasi.py' | head -n 1)
 [[ -n $sysconfigdata ]] || { echo "build.sh: no _sysconfigdata__wasi_wasm32-wasi.py" >&2; exit 1; }
-cp "$sysconfigdata" "$lib/"
+# The build variables name the build tree; they get the fixed names the
+# compiler flags use, so the zip does not depend on where it was built. The
+# file is written anew as sysconfig writes it (pprint), because its line
+# breaks depend on the length of the paths.
+/usr/bin/python3.11 - "$sysconfigdata" "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$work" "$here" <<'PY'
+import pprint, sys
+src, dst, work, here = sys.argv[1:5]
+ns = {}
+exec(open(src, encoding="utf8").read(), ns)
+def fixed(v):
+    return v.replace(work, "/capsule-build").replace(here, "/capsule-recipe") if isinstance(v, str) else v
+build_time_vars = {k: fixed(v) for k, v in ns["build_time_vars"].items()}
+with open(dst, "w", encoding="utf8") as f:
+    f.write("# system configuration generated and used by the sysconfig module\n")
+    f.write("build_time_vars = ")
+    pprint.pprint(build_time_vars, stream=f)
+PY
 # Debian's sysconfig patch looks the module up without the OS part.
-cp "$sysconfigdata" "$lib/_sysconfigdata__wasm32-wasi.py"
+cp "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$lib/_sysconfigdata__wasm32-wasi.py"
 # The zip is laid out as the library directory itself: the runtime serves
 # its entries as a read-only directory tree at /usr/local/lib/python3.11
 # (CPython's ordinary path finder, no zipimport: reading a zip's directory
@@ -541,6 +639,15 @@ zip_tree "$lib" "$stage/python311.zip" .pyc
 # The time zones are small (about 600 KB) and read whole: all stored.
 zip_tree "$work/zoneinfo" "$stage/tzdata.zip" ""
 
+cp -a "$work/sources" "$stage/sources"
+# Every package fetched must have been unpacked, and so declared.
+for pkg in "${!src_version[@]}"; do
+	[[ -f $stage/sources/$pkg/SOURCE ]] ||
+		{ echo "build.sh: $pkg was fetched but not unpacked with extract" >&2; exit 1; }
+done
+# The hashes of what the binary embeds: every file staged so far.
+(cd "$stage" && find . -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | xargs sha256sum) >"$work/ASSETS"
+mv "$work/ASSETS" "$stage/ASSETS"
 echo "$key" >"$stage/KEY"
 rm -rf "$out.tmp"
 mv "$stage" "$out.tmp"

@@ -19,7 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	_ "embed" // the build outputs
+	"embed" // the build outputs
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -43,6 +43,7 @@ import (
 	"capsule/runtimes"
 	"capsule/runtimes/internal/guestmem"
 	"capsule/runtimes/internal/snapshot"
+	"capsule/runtimes/provenance"
 )
 
 // The build's outputs (build.sh, then the Makefile's snapshot preparation)
@@ -61,7 +62,24 @@ var (
 	tzdataZip []byte
 	//go:embed dist/VERSION
 	versionFile string
+	//go:embed dist/ASSETS
+	assetSums string
+	//go:embed dist/sources/*/SOURCE
+	sourceFiles embed.FS
 )
+
+// Provenance describes the embedded files, with the hashes the build
+// recorded for them, and the components they were built from. Every file
+// the build lists in dist/ASSETS must be embedded and named here.
+func Provenance() (provenance.Runtime, error) {
+	return provenance.New(runtimes.Python, map[string][]byte{
+		"python.snap.wasm": pythonWasm,
+		"python.data":      moduleData,
+		"python311.zip":    stdlibZip,
+		"tzdata.zip":       tzdataZip,
+		"VERSION":          []byte(versionFile),
+	}, assetSums, sourceFiles, "dist/sources")
+}
 
 //go:embed bootstrap.py
 var bootstrapSource string

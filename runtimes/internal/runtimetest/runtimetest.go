@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/provenance"
 )
 
 // BenchmarkRun measures what one execution of code costs a worker whose
@@ -53,4 +54,26 @@ func Restored(compile Compiler, cfg runtimes.Config) (runtimes.Engine, error) {
 	}
 	cfg.Snapshot, cfg.SnapshotKey = f, key
 	return compile(ctx, cfg)
+// CheckProvenance fails unless the runtime's provenance loads (every file
+// its build recorded in dist/ASSETS is embedded, and the reverse), its
+// embedded files match the recorded hashes, and each of components is
+// recorded with a version and a pinning hash.
+func CheckProvenance(t *testing.T, get func() (provenance.Runtime, error), components ...string) {
+	t.Helper()
+	r, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range r.Verify() {
+		t.Error(err)
+	}
+	for _, name := range components {
+		found := false
+		for _, c := range r.Components {
+			found = found || (c.Name == name && c.Version != "" && c.SHA256 != "")
+		}
+		if !found {
+			t.Errorf("component %s not recorded with a version and hash: %+v", name, r.Components)
+		}
+	}
 }
