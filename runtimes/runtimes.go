@@ -57,6 +57,12 @@ type Config struct {
 	// image once the module is compiled.
 	CompiledImage []byte
 	ImageWriter   io.Writer
+	// ScratchBytes caps the guest's private writable directory (Python's
+	// /tmp), held in the worker's memory.
+	ScratchBytes int64
+	// PythonPath is the operator's directory or zip of pure-Python
+	// packages, or empty.
+	PythonPath string
 }
 
 // CompileContext is the context a runtime compiles its own module under,
@@ -69,12 +75,6 @@ func (cfg Config) CompileContext(ctx context.Context) context.Context {
 		ctx = experimental.WithCompiledImageWriter(ctx, cfg.ImageWriter)
 	}
 	return ctx
-	// ScratchBytes caps the guest's private writable directory (Python's
-	// /tmp), held in the worker's memory.
-	ScratchBytes int64
-	// PythonPath is the operator's directory or zip of pure-Python
-	// packages, or empty.
-	PythonPath string
 }
 
 // Streams receive the guest's standard output and standard error. Writes must

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"capsule/ipc"
+	"capsule/runtimes"
 	"capsule/worker"
 )
 
@@ -112,6 +113,10 @@ func (ss *snapshots) load(language string) (key string, files [2]*os.File, made 
 	// The compiled code also depends on the compiler (capsule's own
 	// build, wazero's patches included) and the CPU.
 	key += "-" + buildKey()
+	if language == runtimes.Python && ss.s.packagesDigest != "" {
+		// The snapshot's import state holds --python-path's packages.
+		key += "-" + ss.s.packagesDigest[:16]
+	}
 	dir := ss.s.cfg.CacheDir
 	var paths [2]string
 	for i, a := range artifacts {

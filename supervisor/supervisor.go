@@ -70,6 +70,9 @@ type Supervisor struct {
 	// pythonPackages names what --python-path offers, for the tool
 	// description.
 	pythonPackages []string
+	// packagesDigest is the SHA-256 of those packages, part of Python's
+	// snapshot key.
+	packagesDigest string
 }
 
 // New returns a Supervisor that starts workers from executable (normally
@@ -81,7 +84,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
 	}
-	packages, err := checkPythonPath(&cfg)
+	packages, packagesDigest, err := checkPythonPath(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +96,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		pythonPackages: packages,
+		packagesDigest: packagesDigest,
 		cfg:            cfg,
 		log:            log,
 		executable:     executable,
@@ -441,22 +445,22 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 // checks it the way every worker will load it, so a directory that does
 // not exist or holds compiled extensions is refused at start rather than
 // failing every call. It returns the importable names it offers.
-func checkPythonPath(cfg *Config) ([]string, error) {
+func checkPythonPath(cfg *Config) ([]string, string, error) {
 	if cfg.PythonPath == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	abs, err := filepath.Abs(cfg.PythonPath)
 	if err != nil {
-		return nil, fmt.Errorf("python path: %w", err)
+		return nil, "", fmt.Errorf("python path: %w", err)
 	}
 	cfg.PythonPath = abs
 	pk, err := python.OpenPackages(abs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer pk.Close()
 	if len(pk.Names) == 0 {
-		return nil, fmt.Errorf("python path %s holds no importable package or module", abs)
+		return nil, "", fmt.Errorf("python path %s holds no importable package or module", abs)
 	}
-	return pk.Names, nil
+	return pk.Names, pk.Digest(), nil
 }

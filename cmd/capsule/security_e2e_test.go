@@ -488,6 +488,8 @@ func TestWorkerDropsLeakedDescriptors(t *testing.T) {
 	}
 	t.Logf("worker descriptors: %v", fds)
 	<-done
+}
+
 // TestOpenFileBombIsBounded is issue 10's attack: a guest holding open
 // descriptors to a compressed stdlib source, each of which once cost the
 // worker its inflated size (756 KB) of Go memory. Now the descriptors are

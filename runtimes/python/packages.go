@@ -3,6 +3,8 @@ package python
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -35,6 +37,13 @@ type Packages struct {
 // and native libraries: the sandbox runs WebAssembly only, and CPython
 // here cannot load native code, so such a package could never work.
 var compiledExtension = regexp.MustCompile(`(?i)\.(so|pyd|dylib|dll)(\.[0-9.]+)?$`)
+
+// Digest is the SHA-256 of the packages as the guest sees them: an
+// interpreter snapshot made with other packages is not used.
+func (pk *Packages) Digest() string {
+	sum := sha256.Sum256(pk.archive)
+	return hex.EncodeToString(sum[:])
+}
 
 // OpenPackages reads the directory or zip archive at p, refusing it if it
 // holds compiled extensions. Close releases it.

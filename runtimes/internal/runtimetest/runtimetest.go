@@ -54,6 +54,8 @@ func Restored(compile Compiler, cfg runtimes.Config) (runtimes.Engine, error) {
 	}
 	cfg.Snapshot, cfg.SnapshotKey = f, key
 	return compile(ctx, cfg)
+}
+
 // CheckProvenance fails unless the runtime's provenance loads (every file
 // its build recorded in dist/ASSETS is embedded, and the reverse), its
 // embedded files match the recorded hashes, and each of components is
