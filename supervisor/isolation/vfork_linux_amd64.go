@@ -172,8 +172,14 @@ func vforkSupported(cmd *exec.Cmd) error {
 		}
 	}
 	rest.UidMappings, rest.GidMappings = nil, nil
+	if c := attr.Credential; c != nil {
+		if !c.NoSetGroups || len(c.Groups) > 0 {
+			return errors.New("credential with supplementary groups")
+		}
+		rest.Credential = nil
+	}
 	if !reflect.DeepEqual(rest, syscall.SysProcAttr{}) {
-		return errors.New("attributes beyond namespaces, id maps, Pdeathsig and Setpgid")
+		return errors.New("attributes beyond namespaces, id maps, credential, Pdeathsig and Setpgid")
 	}
 	return nil
 }
@@ -218,14 +224,21 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 	if v.attr.Setpgid {
 		v.addSyscall("setpgid", false, syscall.SYS_SETPGID, 0, 0)
 	}
+	if v.parentMaps {
+		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{uintptr(unsafe.Pointer(&v.prog.goAhead))}})
+	}
+	if c := v.attr.Credential; c != nil {
+		// As os/exec does (setgroups is denied in the namespace, hence
+		// NoSetGroups): the ids inside, which the maps make the chosen
+		// host ids. Before Pdeathsig, which a change of ids clears.
+		v.addSyscall("setgid", false, syscall.SYS_SETGID, uintptr(c.Gid))
+		v.addSyscall("setuid", false, syscall.SYS_SETUID, uintptr(c.Uid))
+	}
 	if v.attr.Pdeathsig != 0 {
 		// The parent thread is suspended in clone until execve, so it can
 		// only die with the whole server before this step; then the
 		// worker's ipc pipes are closed and it exits on reading them.
 		v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
-	}
-	if v.parentMaps {
-		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{uintptr(unsafe.Pointer(&v.prog.goAhead))}})
 	}
 	if cmd.Dir != "" {
 		dir, err := v.cString(cmd.Dir)

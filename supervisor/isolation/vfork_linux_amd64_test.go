@@ -219,6 +219,7 @@ func TestVforkForeignHostID(t *testing.T) {
 	requireComplete(t, report)
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 1000, HostID: hostID, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 1000, HostID: hostID, Size: 1}}
+	attr.Credential = &syscall.Credential{Uid: 1000, Gid: 1000, NoSetGroups: true}
 	sleep, err := exec.LookPath("sleep") // the test binary may not be readable by hostID
 	if err != nil {
 		t.Skip("no sleep executable")
@@ -368,7 +369,10 @@ func TestVforkSupported(t *testing.T) {
 		{"no attributes", func(c *exec.Cmd) { c.SysProcAttr = nil }, true},
 		{"inherited environment", func(c *exec.Cmd) { c.Env = nil }, true},
 		{"chroot", func(c *exec.Cmd) { c.SysProcAttr.Chroot = "/tmp" }, false},
-		{"credential", func(c *exec.Cmd) { c.SysProcAttr.Credential = &syscall.Credential{Uid: 1} }, false},
+		{"credential", func(c *exec.Cmd) {
+			c.SysProcAttr.Credential = &syscall.Credential{Uid: 1, Gid: 1, NoSetGroups: true}
+		}, true},
+		{"credential with groups", func(c *exec.Cmd) { c.SysProcAttr.Credential = &syscall.Credential{Uid: 1} }, false},
 		{"foreign host uid", func(c *exec.Cmd) {
 			c.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
 			c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 1, HostID: euid + 1, Size: 1}}
