@@ -282,12 +282,24 @@ func goParts(bi *debug.BuildInfo, tc toolchain) ([]component, error) {
 	deps := append([]*debug.Module(nil), bi.Deps...)
 	sort.Slice(deps, func(i, j int) bool { return deps[i].Path < deps[j].Path })
 	for _, m := range deps {
-		if m.Replace != nil {
+		patched := false
+		switch {
+		case m.Replace != nil && strings.HasPrefix(m.Replace.Path, "."):
+			// An in-repository copy with capsule's patches (wazero, see
+			// runtimes/wazero): the release names the upstream version
+			// it is, and its pristine module's hash.
+			patched = true
+		case m.Replace != nil:
 			m = m.Replace
 		}
 		dir, sum, err := tc.ModuleDir(m.Path, m.Version)
 		if err != nil {
 			return nil, err
+		}
+		version := m.Version
+		if patched {
+			m = &debug.Module{Path: m.Path, Version: m.Version, Sum: sum}
+			version += "+capsule-patches"
 		}
 		if sum != m.Sum {
 			return nil, fmt.Errorf("%s %s: the binary records %s, the module cache %s", m.Path, m.Version, m.Sum, sum)
@@ -303,7 +315,7 @@ func goParts(bi *debug.BuildInfo, tc toolchain) ([]component, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", m.Path, m.Version, err)
 		}
-		comps = append(comps, component{ID: spdxID("Package", "go", m.Path), Name: m.Path, Version: m.Version,
+		comps = append(comps, component{ID: spdxID("Package", "go", m.Path), Name: m.Path, Version: version,
 			Kind: kindGoModule, GoSum: m.Sum, SHA256: digest, Licences: lic})
 	}
 	return comps, nil

@@ -101,8 +101,8 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("capsule %+v, go %q, wazero %q", v.Capsule, v.Go, v.Wazero)
 	}
 	wantAssets := map[string][]string{
-		"python":     {"python.wasm", "python311.zip", "VERSION"},
-		"javascript": {"quickjs.wasm", "VERSION"},
+		"python":     {"python.snap.wasm", "python.data", "python311.zip", "tzdata.zip", "VERSION"},
+		"javascript": {"quickjs.snap.wasm", "quickjs.data", "VERSION"},
 	}
 	wantComponents := map[string][]string{
 		"python":     {"python3.11", "zlib", "sqlite3", "wasi-libc"},
@@ -169,7 +169,7 @@ func TestDoctor(t *testing.T) {
 	if err := json.Unmarshal(out, &layers); err != nil {
 		t.Fatal(err)
 	}
-	if a := layers["assets"]; !a.Active || !strings.Contains(a.Reason, "python/python.wasm") {
-		t.Errorf("assets layer %+v, want active and naming python/python.wasm", a)
+	if a := layers["assets"]; !a.Active || !strings.Contains(a.Reason, "python/python.snap.wasm") {
+		t.Errorf("assets layer %+v, want active and naming python/python.snap.wasm", a)
 	}
 }

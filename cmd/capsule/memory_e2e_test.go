@@ -35,21 +35,26 @@ func peakRSS(pid int) int64 {
 	return peak
 }
 
-func TestMemoryBombsHitTheMemoryLimit(t *testing.T) {
+func TestMemoryBombsStayBounded(t *testing.T) {
 	const limit = 64 << 20
-	bombs := []struct{ name, tool, code string }{
+	// Both causes are fixed (shared stdlib files and at most 1,024 open
+	// files; cleared timers free their host memory), so the bombs now end
+	// at those bounds or at the deadline; what the test keeps proving is
+	// that the worker stays within the limit plus the documented
+	// overhead meanwhile, whatever stops it.
+	bombs := []struct{ name, tool, code, end string }{
 		// Each open decompressed a stdlib file into Go memory, outside the
-		// wasm cap, and kept it (1 GB RSS in 15 s before the backstops).
+		// wasm cap, and kept it (1 GB RSS in 15 s before the fixes).
 		{"python open loop", "execute_python",
-			`import os; [os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY) for _ in iter(int, 1)]`},
+			`import os; [os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY) for _ in iter(int, 1)]`, "[Errno 33]"},
 		// Each cancelled timer kept host state (7 MB/s of Go memory).
 		{"javascript timer loop", "execute_javascript",
-			`let n=0; for(;;){ clearTimeout(setTimeout(()=>{}, 1e9)); n++ }`},
+			`let n=0; for(;;){ clearTimeout(setTimeout(()=>{}, 1e9)); n++ }`, "timeout: execution exceeded 20s"},
 	}
 	for _, b := range bombs {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			s := startServer(t, append(noPool, "--memory", "64MiB", "--timeout", "90s", "--max-timeout", "90s")...)
+			s := startServer(t, append(noPool, "--memory", "64MiB", "--timeout", "20s", "--max-timeout", "20s")...)
 			settle(t, s)
 			type answer struct {
 				res *mcp.CallToolResult
@@ -68,9 +73,10 @@ func TestMemoryBombsHitTheMemoryLimit(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatal("no answer")
 			}
-			if a.st.Limit == nil || *a.st.Limit != runtimes.LimitMemory || a.st.Error == nil ||
-				!strings.Contains(a.st.Error.Message, "memory: limit of 64MiB") || !a.res.IsError {
-				t.Fatalf("answer: limit %s, error %+v; want limit memory naming 64MiB", fmtLimit(a.st.Limit), a.st.Error)
+			memory := a.st.Limit != nil && *a.st.Limit == runtimes.LimitMemory && a.st.Error != nil &&
+				strings.Contains(a.st.Error.Message, "memory: limit of 64MiB")
+			if !a.res.IsError || a.st.Error == nil || !(memory || strings.Contains(a.st.Error.Message, b.end)) {
+				t.Fatalf("answer: limit %s, error %+v; want %q, or limit memory naming 64MiB", fmtLimit(a.st.Limit), a.st.Error, b.end)
 			}
 			bound := int64(limit + runtimes.WorkerRSSOverhead + watchdogSlack)
 			t.Logf("peak RSS %d MiB, bound %d MiB, answered after %.1f s", peak>>20, bound>>20, a.st.DurationMS/1000)

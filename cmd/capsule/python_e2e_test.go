@@ -189,6 +189,13 @@ func writePackage(t *testing.T, dir string) {
 // recipe, as a zip, and imports it through --python-path.
 func TestPythonPath(t *testing.T) {
 	dir := t.TempDir()
+	// Served as root, workers read the packages as host uid 65534: the
+	// operator's directory must be readable by it, as the README says.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tree := filepath.Join(dir, "pkgs")
 	writePackage(t, tree)
 	zipPath := filepath.Join(dir, "packages.zip")

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"capsule/runtimes/javascript"
@@ -91,12 +92,19 @@ func collectVersionInfo() versionInfo {
 			}
 		}
 		for _, m := range bi.Deps {
-			if m.Replace != nil {
+			version := m.Version
+			switch {
+			case m.Replace != nil && strings.HasPrefix(m.Replace.Path, "."):
+				// The in-repository copy with capsule's patch set
+				// (runtimes/wazero).
+				version += "+capsule-patches"
+			case m.Replace != nil:
 				m = m.Replace
+				version = m.Version
 			}
-			v.GoModules = append(v.GoModules, goModule{Path: m.Path, Version: m.Version, Sum: m.Sum})
+			v.GoModules = append(v.GoModules, goModule{Path: m.Path, Version: version, Sum: m.Sum})
 			if m.Path == "github.com/tetratelabs/wazero" {
-				v.Wazero = m.Version
+				v.Wazero = version
 			}
 		}
 	}
@@ -139,6 +147,10 @@ func version(args []string) int {
 	fmt.Printf("go %s\n", info.Go)
 	fmt.Printf("wazero %s\n", info.Wazero)
 	fmt.Printf("cpython %s (Debian source package python3.11 %s, wasm32-wasi)\n", cpython, debian)
+	for _, lib := range python.Libraries() {
+		// Built into the Python runtime from Debian source packages.
+		fmt.Printf("  %s (Debian source package)\n", lib)
+	}
 	fmt.Printf("quickjs-ng %s (npm @jitl/quickjs-ng-wasmfile-release-sync %s)\n", quickjs, pkg)
 	return exitOK
 }
