@@ -293,6 +293,9 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 			continue
 		}
 		path, version, _ := strings.Cut(line, " ")
+		if path == "github.com/tetratelabs/wazero" {
+			version += "+capsule-patches" // the in-repository copy, runtimes/wazero
+		}
 		if len(pkgs[path]) != 1 {
 			t.Errorf("SBOM lacks Go module %s with a checksum", path)
 		}

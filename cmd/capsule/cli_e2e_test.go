@@ -143,12 +143,17 @@ func TestVersionJSON(t *testing.T) {
 	}
 	found := false
 	for _, m := range v.GoModules {
-		if m.Path == "github.com/tetratelabs/wazero" && m.Version == v.Wazero && strings.HasPrefix(m.Sum, "h1:") {
+		// wazero is the in-repository copy with capsule's patches: no
+		// go.sum hash names it (runtimes/wazero/check.sh pins upstream's).
+		if m.Path == "github.com/tetratelabs/wazero" && m.Version == v.Wazero && v.Wazero == "v1.12.0+capsule-patches" {
 			found = true
+		}
+		if m.Path != "github.com/tetratelabs/wazero" && !strings.HasPrefix(m.Sum, "h1:") {
+			t.Errorf("go module %s has no go.sum hash", m.Path)
 		}
 	}
 	if !found {
-		t.Errorf("go_modules lacks wazero %s with its go.sum hash: %+v", v.Wazero, v.GoModules)
+		t.Errorf("go_modules lacks the patched wazero: %+v", v.GoModules)
 	}
 }
 
