@@ -241,14 +241,20 @@ type startState struct {
 	Methods                   preludeMethods
 	// RandomState is the address of the context's Math.random state.
 	RandomState uint32
+	// Monotonic is the instance's monotonic clock when the snapshot was
+	// taken: the prelude keeps readings of it (performance.now's zero), so
+	// a restored instance's clock goes on from there.
+	Monotonic time.Duration
 }
 
 func (in *instance) startState() startState {
-	return startState{RT: in.rt, Ctx: in.jsctx, Scratch: in.scratch, Prelude: in.prelude, Methods: in.methods}
+	return startState{RT: in.rt, Ctx: in.jsctx, Scratch: in.scratch, Prelude: in.prelude, Methods: in.methods,
+		Monotonic: time.Since(in.epoch)}
 }
 
 func (in *instance) loadStartState(st startState) {
 	in.rt, in.jsctx, in.scratch, in.prelude, in.methods = st.RT, st.Ctx, st.Scratch, st.Prelude, st.Methods
+	in.epoch = time.Now().Add(-st.Monotonic)
 }
 
 // snapshotClock is the instant the realtime clock reads while a snapshot's
