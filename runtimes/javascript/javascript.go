@@ -12,10 +12,7 @@ package javascript
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -87,14 +84,7 @@ type engine struct {
 // the module, its data and the prelude. A snapshot is valid for one
 // identity only.
 var Identity = sync.OnceValue(func() string {
-	h := sha256.New()
-	for _, b := range [][]byte{wasmModule, moduleData, []byte(preludeSource)} {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	return "javascript-" + hex.EncodeToString(h.Sum(nil))
+	return snapshot.Identity(runtimes.JavaScript, wasmModule, moduleData, []byte(preludeSource))
 })
 
 // Compile compiles the embedded QuickJS module and checks it against the

@@ -18,10 +18,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"embed" // the build outputs
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,14 +137,7 @@ func Versions() (cpython, debian string) {
 // the module, its data, the standard library, the time zones and the
 // bootstrap. A snapshot is valid for one identity only.
 var Identity = sync.OnceValue(func() string {
-	h := sha256.New()
-	for _, b := range [][]byte{pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bootstrap)} {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
-	return "python-" + hex.EncodeToString(h.Sum(nil))
+	return snapshot.Identity(runtimes.Python, pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bootstrap))
 })
 
 // Libraries reports the Debian source packages of the libraries and data

@@ -14,7 +14,9 @@
 package snapshot
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -229,4 +231,18 @@ func (d *Data) globals(mod api.Module) ([]api.MutableGlobal, error) {
 		out[i] = g
 	}
 	return out, nil
+}
+
+// Identity is a digest of everything an interpreter's start-up depends on,
+// named after the runtime: a snapshot is valid for one identity only.
+// Each part is length-prefixed, so no two lists of parts share a digest.
+func Identity(runtime string, parts ...[]byte) string {
+	h := sha256.New()
+	for _, b := range parts {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return runtime + "-" + hex.EncodeToString(h.Sum(nil))
 }
