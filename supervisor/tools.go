@@ -55,7 +55,7 @@ var languages = []language{
 		title:    "Run Python",
 		inputsIn: "a global variable in Python",
 		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
-			"zoneinfo with the IANA time zones (local time is UTC); no numpy, no pandas, no pip installs, " +
+			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no numpy, no pandas, no pip installs, " +
 			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
 			"notebook cell; JSON when serialisable, else repr) come back.",
 	},

@@ -75,7 +75,8 @@ if [[ ${sums[0]} == "${sums[1]}" ]]; then
 fi
 
 echo "repro-check: the binaries differ; the embedded files:" >&2
-for f in runtimes/python/dist/python.wasm runtimes/python/dist/python311.zip runtimes/javascript/dist/quickjs.wasm; do
+# Every file the binary embeds is in a runtime's dist/ directory.
+for f in $(cd "${dirs[0]}" && find runtimes/*/dist -maxdepth 1 -type f | LC_ALL=C sort); do
 	a=${dirs[0]}/$f b=${dirs[1]}/$f
 	if cmp -s "$a" "$b"; then
 		echo "  $f: identical" >&2

@@ -85,9 +85,9 @@ parser_maxstack=6000
 # python3.11: the build Python (same 3.11.2 as the sources). dpkg-dev:
 # dpkg-source. tcl, gcc, libc6-dev, make: sqlite's native amalgamation
 # generator. xz-utils, bzip2: the source tarballs. libc-bin: zic, the time
-# zone compiler.
+# zone compiler. unifdef: musl's time zone code out of wasi-libc's source.
 packages=(clang lld llvm wasi-libc libclang-rt-14-dev-wasm32 python3.11
-	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch libc-bin)
+	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch libc-bin unifdef)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -234,6 +234,14 @@ done
 for pkg in xz-utils bzip2 tzdata; do
 	fetch "$pkg"
 done
+# musl's time zone code, which wasi-libc carries in its source but leaves
+# out of the library, from the source of the very wasi-libc we link.
+fetch wasi-libc
+if [[ ${src_version[wasi-libc]} != $(dpkg-query -W -f='${Version}' wasi-libc) ]]; then
+	echo "build.sh: wasi-libc source ${src_version[wasi-libc]} is not the installed wasi-libc" \
+		"$(dpkg-query -W -f='${Version}' wasi-libc); install the matching one" >&2
+	exit 1
+fi
 
 # dsc_path PKG prints the .dsc file of the chosen version (epoch dropped).
 dsc_path() {
@@ -242,7 +250,7 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h wasi/*.c ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
 	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
@@ -299,6 +307,18 @@ extract() {
 	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
 		{ cat "$work/extract-$1.log" >&2; exit 1; }
 	record_source "$1"
+}
+# extract_linked PKG unpacks the source of a Debian binary package that
+# record_linked declared, and adds the source's .dsc to that record.
+extract_linked() {
+	local dsc
+	dsc=$(dsc_path "$1")
+	dpkg-source -q -x "$dsc" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
+		{ cat "$work/extract-$1.log" >&2; exit 1; }
+	{
+		echo "source_dsc=$(basename "$dsc")"
+		echo "source_dsc_sha256=$(sha256sum "$dsc" | cut -d' ' -f1)"
+	} >>"$work/sources/$1/SOURCE"
 }
 # record_source PKG declares a Debian source package as a component of the
 # runtime, in $work/sources/PKG/: SOURCE (name, version, .dsc and its
@@ -418,6 +438,39 @@ build_bzip2() {
 	phase "libbz2 done"
 }
 
+# build_tz compiles musl's time zone code (src/time/__tz.c: TZ, tzset,
+# TZif files, POSIX rules) from wasi-libc's source, where it sits behind
+# __wasilibc_unmodified_upstream, with wasi/tzfile.c for the file reading it
+# needs, into $prefix/lib/tz.o and tzfile.o. Linked before libc (through
+# configure's LIBS), they take the place of wasi-libc's stub (__tz.o,
+# always UTC). Changed: musl's setuid "secure" mode, which WASI's libc
+# struct lacks, is off, as for any unprivileged process; strftime's %Z
+# prints tm_zone as glibc does (wasi/tzfile.c).
+build_tz() {
+	local musl=$work/wasi-libc/libc-top-half/musl d=$work/tz
+	mkdir -p "$d"
+	# unifdef exits 1 when it changed the file, 2 on trouble.
+	unifdef_upstream() { unifdef -D__wasilibc_unmodified_upstream -o "$2" "$1" || (($? == 1)); }
+	unifdef_upstream "$musl/src/time/__tz.c" "$d/tz.c"
+	unifdef_upstream "$musl/src/time/time_impl.h" "$d/time_impl.h"
+	sed -i 's/if (!libc\.secure || /if (1 || /' "$d/tz.c"
+	if grep -q 'libc\.secure' "$d/tz.c" || ! grep -q 'if (1 || !strcmp(s, "/etc/localtime"))' "$d/tz.c"; then
+		echo "build.sh: wasi-libc's __tz.c changed; update build_tz" >&2
+		exit 1
+	fi
+	# musl's own build flags: C99 with POSIX names only (its static index
+	# would clash with BSD's index()), its internal headers first.
+	# __tm_to_tzname gets another name: wasi/tzfile.c says why.
+	$wasm_cc -std=c99 -D_XOPEN_SOURCE=700 -D_WASI_EMULATED_MMAN -O2 -g0 $repro_cflags \
+		-D__tm_to_tzname=__musl_tm_to_tzname \
+		-I"$d" -I"$musl/src/include" -I"$musl/src/internal" -I"$musl/arch/wasm32" \
+		-I"$musl/arch/generic" -c "$d/tz.c" -o "$prefix/lib/tz.o" 2>"$d/cc.log" ||
+		{ cat "$d/cc.log" >&2; exit 1; }
+	$wasm_cc -O2 -g0 $repro_cflags -Wall -Werror -c "$here/wasi/tzfile.c" -o "$prefix/lib/tzfile.o" ||
+		exit 1
+	phase "musl time zone code done"
+}
+
 # build_tzdata compiles the time zones as Debian's tzdata package does
 # (debian/rules: tzdata.zi with the backzone data, then zic without leap
 # seconds), into $work/zoneinfo. Links become copies: zip has no links.
@@ -446,13 +499,14 @@ extract sqlite3
 extract xz-utils
 extract bzip2
 extract tzdata
+extract_linked wasi-libc
 (build_zlib) &
 zlib_pid=$!
 (build_sqlite) &
 sqlite_pid=$!
 (build_xz) &
 xz_pid=$!
-(build_bzip2 && build_tzdata) &
+(build_bzip2 && build_tzdata && build_tz) &
 bzip2_pid=$!
 wait "$extract_pid"
 pysrc=$work/python3.11
@@ -477,6 +531,11 @@ pysrc=$work/python3.11
 		echo "build.sh: Modules/timemodule.c still leaves thread_time out on WASI" >&2
 		exit 1
 	fi
+	# time.tzset: wasi-libc's <time.h> hides tzset's declaration, because
+	# its library has none; build_tz links musl's.
+	sed -i 's|^static int init_timezone(PyObject \*module);$|&\n#ifdef __wasi__\nvoid tzset(void);\n#endif|' Modules/timemodule.c
+	grep -q '^void tzset(void);$' Modules/timemodule.c ||
+		{ echo "build.sh: could not declare tzset in Modules/timemodule.c" >&2; exit 1; }
 )
 wait "$zlib_pid"
 wait "$sqlite_pid"
@@ -500,8 +559,10 @@ phase "cpython ${src_version[python3.11]}: configure"
 			LIBSQLITE3_LIBS="-L$prefix/lib -lsqlite3 -lwasi-emulated-mman" \
 			LIBLZMA_CFLAGS="-I$prefix/include" LIBLZMA_LIBS="-L$prefix/lib -llzma" \
 			BZIP2_CFLAGS="-I$prefix/include" BZIP2_LIBS="-L$prefix/lib -lbz2" \
+			LIBS="$prefix/lib/tz.o $prefix/lib/tzfile.o" \
 			../../configure --host=wasm32-unknown-wasi --build="$(../../config.guess)" \
 			--with-build-python=/usr/bin/python3.11 --disable-test-modules \
+			ac_cv_working_tzset=yes \
 			--cache-file=config.cache >configure.log 2>&1
 	}
 	# configure runs some 900 compile-and-link tests one after another,

@@ -707,6 +707,47 @@ slept = [time.process_time() - p, time.thread_time() - th]
 	}
 }
 
+// TestTimeZoneEnvironment checks that local time follows TZ through
+// time.tzset, as natively: musl's time zone code reads the TZif files the
+// runtime serves, and POSIX rule strings work without them. Without TZ
+// local time is UTC, since nothing of the host's configuration is visible.
+func TestTimeZoneEnvironment(t *testing.T) {
+	tests := []struct{ name, code, result string }{
+		{name: "no TZ is UTC", code: "import time\n[time.tzname, time.timezone, time.daylight, time.localtime(0).tm_hour, time.strftime('%Z', time.localtime(0))]",
+			result: `[["UTC", "UTC"], 0, 0, 0, "UTC"]`},
+		{name: "a zone from the IANA data", code: `import os, time
+os.environ['TZ'] = 'America/New_York'
+time.tzset()
+winter, summer = time.localtime(1705320000), time.localtime(1719835200)
+[time.tzname, time.timezone, time.altzone, time.daylight, winter.tm_hour, winter.tm_zone, summer.tm_hour, summer.tm_zone,
+ time.mktime((2024, 1, 15, 7, 0, 0, 0, 0, -1)), time.strftime('%H:%M %Z', winter)]`,
+			result: `[["EST", "EDT"], 18000, 14400, 1, 7, "EST", 8, "EDT", 1705320000.0, "07:00 EST"]`},
+		{name: "a POSIX rule", code: "import os, time\nos.environ['TZ'] = 'CET-1CEST,M3.5.0,M10.5.0/3'\ntime.tzset()\n[time.tzname, time.localtime(1719835200).tm_hour, time.localtime(1705320000).tm_hour]",
+			result: `[["CET", "CEST"], 14, 13]`},
+		{name: "datetime follows it", code: "import os, time, datetime\nos.environ['TZ'] = 'Asia/Kolkata'\ntime.tzset()\nd = datetime.datetime.fromtimestamp(0).astimezone()\n[d.isoformat(), d.tzname()]",
+			result: `["1970-01-01T05:30:00+05:30", "IST"]`},
+		{name: "back to UTC", code: "import os, time\nos.environ['TZ'] = 'Europe/Paris'\ntime.tzset()\ndel os.environ['TZ']\ntime.tzset()\n[time.tzname, time.localtime(0).tm_hour]",
+			result: `[["UTC", "UTC"], 0]`},
+		{name: "an unknown zone is UTC", code: "import os, time\nos.environ['TZ'] = 'Nowhere/Atlantis'\ntime.tzset()\n[time.timezone, time.localtime(0).tm_hour]",
+			result: `[0, 0]`},
+		{name: "no file outside the zone data", code: "import os, time\nos.environ['TZ'] = '/tmp/../etc/localtime'\ntime.tzset()\ntime.localtime(0).tm_hour",
+			result: `0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, defaultLimit, tt.code, nil)
+			if r.Error != nil || string(r.Result) != tt.result {
+				t.Fatalf("result %s, error %+v, want %s", r.Result, r.Error, tt.result)
+			}
+		})
+	}
+	// The zone set by one run does not reach the next.
+	run(t, defaultLimit, "import os, time\nos.environ['TZ'] = 'Asia/Tokyo'\ntime.tzset()", nil)
+	if r := run(t, defaultLimit, "import time\ntime.localtime(0).tm_hour", nil); string(r.Result) != "0" {
+		t.Fatalf("the next run's local hour at the epoch is %s, want 0 (UTC)", r.Result)
+	}
+}
+
 // TestCompression round-trips data through the modules built from
 // Debian's xz-utils and bzip2 sources.
 func TestCompression(t *testing.T) {
