@@ -182,6 +182,11 @@ func (c component) spdxPackage() (spdxPackage, error) {
 		} else {
 			p.SourceInfo += "its .deb's hash was not in the build machine's apt index"
 		}
+		// Code compiled from the package's source (wasi-libc's time zone
+		// code) is pinned by that source's .dsc.
+		if dsc := c.Fields["source_dsc_sha256"]; dsc != "" {
+			p.SourceInfo += fmt.Sprintf("; code compiled from its source package %s (SHA-256 %s) too", c.Fields["source_dsc"], dsc)
+		}
 		purl("pkg:deb/debian/" + c.Name + "@" + purlEscape(c.Version))
 	case provenance.KindNPM:
 		sha256Sum(c.SHA256)
