@@ -159,13 +159,18 @@ func (w *Writer) WriteFrame(t Type, payload []byte) error {
 	return err
 }
 
-// WriteJSON writes one control frame holding v encoded as JSON.
+// WriteJSON writes one control frame holding v encoded as JSON. Characters
+// that HTML gives meaning to (<, >, &) stay as they are: json.Marshal would
+// turn them into \u003c escapes inside a result's JSON text, which the agent
+// reads as it is.
 func (w *Writer) WriteJSON(t Type, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("ipc: encoding %s frame: %w", t, err)
 	}
-	return w.WriteFrame(t, b)
+	return w.WriteFrame(t, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // DecodeJSON decodes a control frame's payload into v strictly: exactly one
