@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh builds the Python runtime that capsule embeds: CPython 3.11 for
-# wasm32-wasi at -O2 with pymalloc, from Debian's own python3.11 source package (with all of
+# wasm32-wasi at -O2, from Debian's own python3.11 source package (with all of
 # Debian's patches, security fixes included), with zlib, sqlite3, liblzma
 # (xz-utils) and libbz2 (bzip2) from their Debian source packages, compiled by
 # Debian's clang/lld against Debian's wasi-libc, and the IANA time zone
