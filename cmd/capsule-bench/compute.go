@@ -53,6 +53,61 @@ n = len(text.split())
 elapsed_ms = (time.perf_counter() - t0) * 1000
 elapsed_ms`,
 	},
+	{
+		// Function calls: frames, argument passing, small-int compares.
+		name: "recursive fib(25), 10 times",
+		tool: toolPython,
+		code: `import time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+t0 = time.perf_counter()
+for _ in range(10):
+    fib(25)
+elapsed_ms = (time.perf_counter() - t0) * 1000
+elapsed_ms`,
+	},
+	{
+		// Floats: the n-body step of the Computer Language Benchmarks
+		// Game (Sun and the four giant planets), in plain lists.
+		name: "n-body, 5 bodies, 2e4 steps",
+		tool: toolPython,
+		code: `import time
+def nbody(steps):
+    pi = 3.141592653589793
+    sm, dpy = 4 * pi * pi, 365.24
+    bodies = [  # x, y, z, vx, vy, vz, mass
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, sm],
+        [4.84143144246472090e+00, -1.16032004402742839e+00, -1.03622044471123109e-01,
+         1.66007664274403694e-03 * dpy, 7.69901118419740425e-03 * dpy,
+         -6.90460016972063023e-05 * dpy, 9.54791938424326609e-04 * sm],
+        [8.34336671824457987e+00, 4.12479856412430479e+00, -4.03523417114321381e-01,
+         -2.76742510726862411e-03 * dpy, 4.99852801234917238e-03 * dpy,
+         2.30417297573763929e-05 * dpy, 2.85885980666130812e-04 * sm],
+        [1.28943695621391310e+01, -1.51111514016986312e+01, -2.23307578892655734e-01,
+         2.96460137564761618e-03 * dpy, 2.37847173959480950e-03 * dpy,
+         -2.96589568540237556e-05 * dpy, 4.36624404335156298e-05 * sm],
+        [1.53796971148509165e+01, -2.59193146099879641e+01, 1.79258772950371181e-01,
+         2.68067772490389322e-03 * dpy, 1.62824170038242295e-03 * dpy,
+         -9.51592254519715870e-05 * dpy, 5.15138902046611451e-05 * sm],
+    ]
+    pairs = [(bodies[i], bodies[j]) for i in range(5) for j in range(i + 1, 5)]
+    dt = 0.01
+    for _ in range(steps):
+        for b1, b2 in pairs:
+            dx, dy, dz = b1[0] - b2[0], b1[1] - b2[1], b1[2] - b2[2]
+            d2 = dx * dx + dy * dy + dz * dz
+            mag = dt / (d2 * d2 ** 0.5)
+            m1, m2 = b1[6] * mag, b2[6] * mag
+            b1[3] -= dx * m2; b1[4] -= dy * m2; b1[5] -= dz * m2
+            b2[3] += dx * m1; b2[4] += dy * m1; b2[5] += dz * m1
+        for b in bodies:
+            b[0] += dt * b[3]; b[1] += dt * b[4]; b[2] += dt * b[5]
+    return bodies[0][0]
+t0 = time.perf_counter()
+nbody(20_000)
+elapsed_ms = (time.perf_counter() - t0) * 1000
+elapsed_ms`,
+	},
 }
 
 var jsSnippets = []snippet{
@@ -93,6 +148,12 @@ type computeRow struct {
 	call      float64
 	reference map[string]float64
 }
+
+// refDebianPython is the reference runner for the Python targets:
+// Debian's own build (PGO, LTO, computed gotos), the python3.11 that
+// users of this distribution run. refPython is whatever python3 is first
+// on PATH, which may be a plainer build (pyenv's has no PGO or LTO).
+const refDebianPython = "Debian python3.11"
 
 // Reference runners.
 const (
@@ -210,6 +271,38 @@ func nodeSetup(dir string, withQuickJS bool) (string, error) {
 		versions = append(versions, p+"@"+pj.Version)
 	}
 	return strings.Join(versions, ", "), nil
+}
+
+// debianPython is the path of Debian's python3.11.
+const debianPython = "/usr/bin/python3.11"
+
+// ensureDebianPython returns "" when debianPython is installed, installing
+// Debian's python3.11 package first when it is missing and the bench runs
+// as root (the Python build installs it too); otherwise it returns why
+// the reference is skipped.
+func ensureDebianPython() string {
+	if _, err := os.Stat(debianPython); err == nil {
+		return ""
+	}
+	if os.Geteuid() != 0 {
+		return "skipped: no " + debianPython + "; install it with apt-get install python3.11"
+	}
+	logf("compute: apt-get install python3.11 (the native reference)")
+	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "python3.11")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Sprintf("skipped: apt-get install python3.11: %v: %s", err, lastLine(out))
+	}
+	if _, err := os.Stat(debianPython); err != nil {
+		return "skipped: python3.11 installed but " + debianPython + " is missing"
+	}
+	return ""
+}
+
+// lastLine returns the last non-empty line of out.
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
 
 // commandVersion returns the first line of `name --version`, or "".

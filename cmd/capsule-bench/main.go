@@ -61,7 +61,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each start-up and compute measurement (the median is reported)")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: -n 15, -duration 1.5s, -reps 1")
 	fs.BoolVar(&o.skipNode, "skip-node", false, "skip the node references (and the npm install of QuickJS-NG)")
-	fs.BoolVar(&o.skipPython, "skip-python", false, "skip the native python3 reference")
+	fs.BoolVar(&o.skipPython, "skip-python", false, "skip the native Python references (Debian's python3.11 and python3)")
 	only := fs.String("only", strings.Join(phases, ","), "the phases to run, comma-separated: "+strings.Join(phases, ", "))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench's own CPU profile to this file")
 	fs.Usage = func() {
@@ -566,11 +566,23 @@ func (b *bench) compute() error {
 	}
 	time.Sleep(time.Second)
 	r := b.r
+	if b.o.skipPython {
+		r.debianPythonNote = "skipped (-skip-python)"
+	} else if r.debianPythonNote = ensureDebianPython(); r.debianPythonNote == "" {
+		r.debianPythonVersion = commandVersion(debianPython)
+	}
 	for _, sn := range pythonSnippets {
 		logf("compute: Python %s", sn.name)
 		row := computeRow{snippet: sn, reference: map[string]float64{}}
 		if row.capsule, row.call, err = runCapsuleSnippet(s, sn, b.o.reps); err != nil {
 			return err
+		}
+		if r.debianPythonVersion != "" {
+			v, err := runRef(b.o.reps, debianPython, "-c", sn.code+"\nprint(elapsed_ms)")
+			if err != nil {
+				return err
+			}
+			row.reference[refDebianPython] = v
 		}
 		if b.o.skipPython {
 			r.pythonNote = "skipped (-skip-python)"

@@ -27,6 +27,9 @@ const (
 	targetColdStartMS = 3000
 	targetServerCPU   = 5.0 // ms per call
 	targetReadyPSSKiB = 30 << 10
+	// targetPythonRatio bounds capsule's compute time over Debian's
+	// python3.11 (PGO, LTO) on the same snippet.
+	targetPythonRatio = 4.0
 )
 
 // latencyRow is one language, pool setting and case, in milliseconds.
@@ -102,6 +105,8 @@ type report struct {
 	computePy, computeJS []computeRow
 	pythonVersion        string
 	pythonNote           string
+	debianPythonVersion  string
+	debianPythonNote     string
 	nodeVersion          string
 	nodeNote             string
 	quickjsVersions      string
@@ -270,21 +275,33 @@ func (r *report) printCompute(p printer) {
 	p("")
 	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript "+
 		"`performance.now`) and returns the elapsed milliseconds, so process and interpreter start-up are "+
-		"not included. Each run is a fresh process (a capsule call, or a new `python3`/`node`); median of %d. "+
+		"not included. Each run is a fresh process (a capsule call, or a new `python3.11`/`python3`/`node`); median of %d. "+
 		"\"capsule call\" is the call's `duration_ms` (from the request to the answer, worker from the pool).",
 		r.opts.reps)
 	p("")
-	pyRef := r.pythonVersion
-	if pyRef == "" {
+	debRef := "Debian " + strings.TrimPrefix(r.debianPythonVersion, "Python ")
+	if r.debianPythonVersion == "" {
+		debRef = "Debian python3.11 (" + r.debianPythonNote + ")"
+	}
+	pyRef := "python3: " + r.pythonVersion
+	if r.pythonVersion == "" {
 		pyRef = "python3 (" + r.pythonNote + ")"
 	}
-	p("| Python snippet | capsule | capsule call | %s | capsule ÷ native |", pyRef)
-	p("|---|---:|---:|---:|---:|")
+	p("| Python snippet | capsule | capsule call | %s | capsule ÷ Debian's | target | | %s | capsule ÷ python3 |",
+		debRef, pyRef)
+	p("|---|---:|---:|---:|---:|---:|---|---:|---:|")
 	for _, c := range r.computePy {
-		native := refValue(c, refPython)
-		p("| %s | %s | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call), fmtMS(native),
-			fmtRatio(c.capsule, native))
+		deb, native := refValue(c, refDebianPython), refValue(c, refPython)
+		check := ""
+		if !math.IsNaN(deb) && deb > 0 {
+			check = verdict(c.capsule/deb <= targetPythonRatio)
+		}
+		p("| %s | %s | %s | %s | %s | ≤ %.0f× | %s | %s | %s |", c.snippet.name, fmtMS(c.capsule), fmtMS(c.call),
+			fmtMS(deb), fmtRatio(c.capsule, deb), targetPythonRatio, check, fmtMS(native), fmtRatio(c.capsule, native))
 	}
+	p("")
+	p("Debian's python3.11 (%s, built with profile-guided and link-time optimisation) is the reference for "+
+		"the target; python3 is the first on PATH.", debianPython)
 	p("")
 	p("| JavaScript snippet | capsule | capsule call | QuickJS-NG wasm in node | node (V8) | " +
 		"capsule ÷ QuickJS in node | capsule ÷ node |")
