@@ -250,7 +250,7 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h wasi/*.c ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h wasi/*.c pgo/* ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
 	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
@@ -542,6 +542,20 @@ wait "$sqlite_pid"
 wait "$xz_pid"
 wait "$bzip2_pid"
 phase "cpython ${src_version[python3.11]}: configure"
+# Profile-guided optimisation: pgo/cpython.proftext.xz, a native training
+# run's profile (pgo/profile.sh says how it is made and why it is
+# committed), steers clang's inlining and code layout for CPython's
+# objects. It goes in at make time, so configure's tests and sysconfig's
+# record do not see it.
+pgo_profile=$work/cpython.profdata
+xz -dc "$here/pgo/cpython.proftext.xz" >"$work/cpython.proftext"
+llvm-profdata-14 merge -o "$pgo_profile" "$work/cpython.proftext"
+if [[ $(<"$here/pgo/TRAINED_ON") != "${src_version[python3.11]}" ]]; then
+	echo "build.sh: the CPython profile was trained on python3.11 $(<"$here/pgo/TRAINED_ON")," \
+		"this is ${src_version[python3.11]}: functions that changed go unoptimised;" \
+		"run runtimes/python/pgo/profile.sh and commit pgo/" >&2
+fi
+pgo_cflags="-fprofile-instr-use=$pgo_profile -Wno-profile-instr-out-of-date -Wno-profile-instr-unprofiled"
 (
 	mkdir -p "$pysrc/builddir/wasi"
 	cd "$pysrc/builddir/wasi"
@@ -595,7 +609,7 @@ phase "cpython ${src_version[python3.11]}: configure"
 	# sys.version's build date is the Debian changelog's, as in Debian's
 	# own build, instead of the compiler's clock.
 	changed=$(dpkg-parsechangelog -l "$pysrc/debian/changelog" -S Date)
-	make -j"$jobs" EXTRA_CFLAGS="$repro_cflags" \
+	make -j"$jobs" EXTRA_CFLAGS="$repro_cflags" CFLAGS_NODIST="$pgo_cflags" \
 		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
 		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
 		>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
@@ -610,7 +624,7 @@ Programs/capsule.o: $(CAPSULE_C)
 python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
 	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
 MK
-	make -f capsule.mk EXTRA_CFLAGS="$repro_cflags" \
+	make -f capsule.mk EXTRA_CFLAGS="$repro_cflags" CFLAGS_NODIST="$pgo_cflags" \
 		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
 		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
 		CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
