@@ -609,10 +609,11 @@ pgo_cflags="-fprofile-instr-use=$pgo_profile -Wno-profile-instr-out-of-date -Wno
 	# sys.version's build date is the Debian changelog's, as in Debian's
 	# own build, instead of the compiler's clock.
 	changed=$(dpkg-parsechangelog -l "$pysrc/debian/changelog" -S Date)
-	make -j"$jobs" EXTRA_CFLAGS="$repro_cflags" CFLAGS_NODIST="$pgo_cflags" \
-		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
-		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
-		>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+	# Both makes below compile CPython's objects the same way.
+	make_vars=(EXTRA_CFLAGS="$repro_cflags" CFLAGS_NODIST="$pgo_cflags"
+		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")"
+		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")")
+	make -j"$jobs" "${make_vars[@]}" >make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	# capsule's module: the objects of python.wasm linked as a WASI reactor
 	# with reactor/capsule.c's entry points instead of CPython's main(), so that
 	# the interpreter's start-up and the run are separate calls (capsule.c
@@ -624,10 +625,7 @@ Programs/capsule.o: $(CAPSULE_C)
 python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
 	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
 MK
-	make -f capsule.mk EXTRA_CFLAGS="$repro_cflags" CFLAGS_NODIST="$pgo_cflags" \
-		BUILD_DATE="$(LC_ALL=C date -u +'%b %e %Y' -d "$changed")" \
-		BUILD_TIME="$(LC_ALL=C date -u +'%H:%M:%S' -d "$changed")" \
-		CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
+	make -f capsule.mk "${make_vars[@]}" CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
 		{ tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.

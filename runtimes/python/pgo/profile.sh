@@ -27,7 +27,6 @@
 #
 # Usage: runtimes/python/pgo/profile.sh
 set -euo pipefail
-export PYTHONHASHSEED=0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python_dir=$(cd "$here/.." && pwd)
