@@ -44,9 +44,21 @@ func TestMemoryBombsStayBounded(t *testing.T) {
 	// overhead meanwhile, whatever stops it.
 	bombs := []struct{ name, tool, code, end string }{
 		// Each open decompressed a stdlib file into Go memory, outside the
-		// wasm cap, and kept it (1 GB RSS in 15 s before the fixes).
-		{"python open loop", "execute_python",
-			`import os; [os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY) for _ in iter(int, 1)]`, "[Errno 33]"},
+		// wasm cap, and kept it (1 GB RSS in 15 s before the fixes). Opening
+		// now stops at EMFILE within milliseconds, too soon to watch the
+		// worker, so the bomb then reads every open file over and over
+		// until the deadline.
+		{"python open loop", "execute_python", `import os
+fds = []
+try:
+    while True:
+        fds.append(os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY))
+except OSError as e:
+    assert e.errno == 33, e
+while True:
+    for fd in fds:
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.read(fd, 1 << 20)`, "timeout: execution exceeded 20s"},
 		// Each cancelled timer kept host state (7 MB/s of Go memory).
 		{"javascript timer loop", "execute_javascript",
 			`let n=0; for(;;){ clearTimeout(setTimeout(()=>{}, 1e9)); n++ }`, "timeout: execution exceeded 20s"},

@@ -130,8 +130,15 @@ func settle(t *testing.T, s *testServer) {
 	t.Helper()
 	s.call(t, "execute_python", "1")
 	s.call(t, "execute_javascript", "1")
+	workersGone(t, s)
+}
+
+// workersGone waits until the server has no children, so that the next
+// worker found is the next call's and not one still exiting.
+func workersGone(t *testing.T, s *testServer) {
+	t.Helper()
 	if !eventually(20*time.Second, func() bool { return len(children(s.cmd.Process.Pid)) == 0 }) {
-		t.Fatalf("workers still running after warm-up: %v", children(s.cmd.Process.Pid))
+		t.Fatalf("workers still running: %v", children(s.cmd.Process.Pid))
 	}
 }
 
@@ -413,6 +420,10 @@ func TestWorkerFaults(t *testing.T) {
 		})
 	}
 	t.Run("killed mid-call", func(t *testing.T) {
+		// The worker the previous case timed out may still be exiting
+		// (a large address space takes a while to tear down under load);
+		// killing that one instead would leave this call to finish.
+		workersGone(t, s)
 		done := make(chan structured, 1)
 		go func() {
 			_, st := s.call(t, "execute_python", "import time\nprint('before', flush=True)\ntime.sleep(9)")
