@@ -35,6 +35,17 @@ func peakRSS(pid int) int64 {
 	return peak
 }
 
+// openUntilEMFILE is Python that opens a compressed stdlib source until the
+// guest runs out of descriptors, keeping them all in fds.
+const openUntilEMFILE = `import os
+fds = []
+try:
+    while True:
+        fds.append(os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY))
+except OSError as e:
+    assert e.errno == 33, e
+`
+
 func TestMemoryBombsStayBounded(t *testing.T) {
 	const limit = 64 << 20
 	// Both causes are fixed (shared stdlib files and at most 1,024 open
@@ -48,14 +59,7 @@ func TestMemoryBombsStayBounded(t *testing.T) {
 		// now stops at EMFILE within milliseconds, too soon to watch the
 		// worker, so the bomb then reads every open file over and over
 		// until the deadline.
-		{"python open loop", "execute_python", `import os
-fds = []
-try:
-    while True:
-        fds.append(os.open("/usr/local/lib/python3.11/pydoc_data/topics.py", os.O_RDONLY))
-except OSError as e:
-    assert e.errno == 33, e
-while True:
+		{"python open loop", "execute_python", openUntilEMFILE + `while True:
     for fd in fds:
         os.lseek(fd, 0, os.SEEK_SET)
         os.read(fd, 1 << 20)`, "timeout: execution exceeded 20s"},
