@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test wazero-check fuzz bench assets python-wasm javascript-wasm dist repro-check clean
+.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm dist repro-check clean
 
 all: build
 
@@ -25,10 +25,13 @@ all: build
 # would make two builds of one commit differ.
 COMMIT      := $(shell git rev-parse HEAD 2>/dev/null)
 COMMIT_UNIX := $(shell git log -1 --format=%ct 2>/dev/null)
-MODIFIED    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),true,false)
+# The prepared wazero tree counts too: a change there that is in no patch is
+# a modified build.
+MODIFIED    := $(if $(shell git status --porcelain --untracked-files=no 2>/dev/null; \
+	git -C runtimes/wazero/prepared-by-make status --porcelain 2>/dev/null),true,false)
 LDFLAGS     := -X main.commit=$(COMMIT) -X main.commitUnix=$(COMMIT_UNIX) -X main.modified=$(MODIFIED)
 
-build: assets
+build: assets wazero
 	$(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/capsule
 
 run: build
@@ -36,21 +39,28 @@ run: build
 
 assets: python-wasm javascript-wasm
 
-python-wasm:
+# Both runtime builds run Go tools of this module (the module preparation),
+# so wazero must be prepared first.
+python-wasm: wazero
 	runtimes/python/build.sh
 
-javascript-wasm:
+javascript-wasm: wazero
 	runtimes/javascript/fetch.sh
 
-test: assets wazero-check
+test: assets wazero wazero-check
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
 	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
 	$(GO) test -count=1 -timeout 20m ./...
 
-# runtimes/wazero/src must be wazero v1.12.0 plus the patches in
-# runtimes/wazero/patches, whose own tests run here too.
-wazero-check:
+# wazero is the Go module proxy's release plus the patches in
+# runtimes/wazero/patches, prepared in runtimes/wazero/prepared-by-make (where
+# go.mod's replace points) and made again when a patch changes.
+wazero:
+	GO=$(GO) runtimes/wazero/prepare.sh
+
+# The patches' own tests, in the prepared tree.
+wazero-check: wazero
 	GO=$(GO) runtimes/wazero/check.sh
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
@@ -58,7 +68,7 @@ wazero-check:
 FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream \
 	runtimes/javascript:FuzzMentionsAwait
 
-fuzz: assets
+fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t#*:}; \
 		echo "fuzzing $$name in ./$$pkg for $(FUZZTIME)"; \

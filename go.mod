@@ -22,5 +22,7 @@ require (
 	golang.org/x/text v0.14.0 // indirect
 )
 
-// wazero v1.12.0 plus the patch set in runtimes/wazero/patches (see runtimes/wazero/README.md).
-replace github.com/tetratelabs/wazero => ./runtimes/wazero/src
+// wazero v1.12.0 plus the patch set in runtimes/wazero/patches, which `make`
+// prepares in this git-ignored directory (see runtimes/wazero/README.md). If
+// it does not exist, run make.
+replace github.com/tetratelabs/wazero => ./runtimes/wazero/prepared-by-make

@@ -285,9 +285,9 @@ func goParts(bi *debug.BuildInfo, tc toolchain) ([]component, error) {
 		patched := false
 		switch {
 		case m.Replace != nil && strings.HasPrefix(m.Replace.Path, "."):
-			// An in-repository copy with capsule's patches (wazero, see
-			// runtimes/wazero): the release names the upstream version
-			// it is, and its pristine module's hash.
+			// The upstream release with capsule's patches applied by
+			// the build (wazero, see runtimes/wazero): the release names
+			// the upstream version it is, and its pristine module's hash.
 			patched = true
 		case m.Replace != nil:
 			m = m.Replace

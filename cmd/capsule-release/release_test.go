@@ -294,7 +294,7 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 		}
 		path, version, _ := strings.Cut(line, " ")
 		if path == "github.com/tetratelabs/wazero" {
-			version += "+capsule-patches" // the in-repository copy, runtimes/wazero
+			version += "+capsule-patches" // upstream plus runtimes/wazero/patches
 		}
 		if len(pkgs[path]) != 1 {
 			t.Errorf("SBOM lacks Go module %s with a checksum", path)

@@ -144,8 +144,9 @@ func TestVersionJSON(t *testing.T) {
 	}
 	found := false
 	for _, m := range v.GoModules {
-		// wazero is the in-repository copy with capsule's patches: no
-		// go.sum hash names it (runtimes/wazero/check.sh pins upstream's).
+		// wazero is the upstream release with capsule's patches, prepared
+		// by the build: no go.sum hash names it (runtimes/wazero/prepare.sh
+		// pins upstream's).
 		if m.Path == "github.com/tetratelabs/wazero" && m.Version == v.Wazero && v.Wazero == "v1.12.0+capsule-patches" {
 			found = true
 		}

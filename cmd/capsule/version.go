@@ -95,8 +95,8 @@ func collectVersionInfo() versionInfo {
 			version := m.Version
 			switch {
 			case m.Replace != nil && strings.HasPrefix(m.Replace.Path, "."):
-				// The in-repository copy with capsule's patch set
-				// (runtimes/wazero).
+				// The upstream release with capsule's patch set, as
+				// the build prepares it (runtimes/wazero).
 				version += "+capsule-patches"
 			case m.Replace != nil:
 				m = m.Replace
