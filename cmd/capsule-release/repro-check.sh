@@ -4,8 +4,9 @@
 # different path with its own empty build caches (CAPSULE_BUILD_CACHE: the
 # Debian sources, CPython, zlib, sqlite3, the npm tarball; GOCACHE: every
 # compiled Go package), and prints both SHA-256. The Go module cache and
-# npm's cache are shared: both are verified by hash (go.sum, the pinned
-# tarball SHA-256) before anything is used.
+# npm's cache are shared: both are verified by hash (go.sum, wazero's pin in
+# runtimes/wazero/prepare.sh, the pinned tarball SHA-256) before anything is
+# used.
 #
 # When the binaries differ it says which embedded file differs and where.
 # Exit status 0 when they are identical, 1 otherwise.
