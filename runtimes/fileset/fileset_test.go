@@ -58,7 +58,7 @@ func TestCheckCollisions(t *testing.T) {
 		{[]string{"a", "b", "c/d", "c/e"}, "", ""},
 		{[]string{"a", "a/b"}, "a/b", `inside "a", which is a file`},
 		{[]string{"a/b/c", "a/b"}, "a/b/c", `inside "a/b"`}, // sorted first
-		{[]string{"a", "A"}, "", ""}, // the scratch directory is case-sensitive
+		{[]string{"a", "A"}, "", ""},                        // the scratch directory is case-sensitive
 		{[]string{"a-b", "a", "a/b"}, "a/b", "inside"},
 		{[]string{"outputs/x.csv"}, "outputs/x.csv", "outputs/"},
 		{[]string{"outputs"}, "outputs", "outputs/"},

@@ -72,7 +72,7 @@ var mimeTypes = map[string]string{
 	"db": "application/vnd.sqlite3", "parquet": "application/vnd.apache.parquet",
 	"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 	"docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-	"wav": "audio/wav", "mp3": "audio/mpeg", "bin": "application/octet-stream",
+	"wav":  "audio/wav", "mp3": "audio/mpeg", "bin": "application/octet-stream",
 }
 
 // imageType is the MIME type of a PNG, JPEG, GIF or WebP image, known by
