@@ -115,11 +115,39 @@ func pathRule(p string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
+// Compare orders paths as a directory tree is walked with each
+// directory's names sorted: element by element, so that "a/b" comes before
+// "a-b" (a directory's files stay together). It is the "path order" of
+// everything capsule lists.
+func Compare(a, b string) int {
+	for {
+		ea, resta, moreA := strings.Cut(a, "/")
+		eb, restb, moreB := strings.Cut(b, "/")
+		if c := strings.Compare(ea, eb); c != 0 {
+			return c
+		}
+		switch {
+		case !moreA && !moreB:
+			return 0
+		case !moreA:
+			return -1
+		case !moreB:
+			return 1
+		}
+		a, b = resta, restb
+	}
+}
+
+// Sort sorts files in path order (Compare).
+func Sort(files []File) {
+	slices.SortFunc(files, func(a, b File) int { return Compare(a.Path, b.Path) })
+}
+
 // Check checks a set of files passed in: every path follows CheckPath's
 // rules, none lies in OutputsDir, and no two collide (the same path twice,
-// or one path a directory of another). It sorts files by path.
+// or one path a directory of another). It sorts files in path order.
 func Check(files []File) error {
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	Sort(files)
 	for _, f := range files {
 		if err := CheckPath(f.Path); err != nil {
 			return err
@@ -139,8 +167,8 @@ func Check(files []File) error {
 
 // PathSet finds paths that collide with one added before: the same path,
 // or a path one of whose directories is a file (or the reverse, when a
-// file comes after its directory's files). The zero value is not usable:
-// make one with PathSet{}.
+// file comes after its directory's files). Make one with PathSet{}: a
+// nil PathSet cannot be added to.
 type PathSet map[string]bool // path → is a file (false: a directory)
 
 // Add adds p, or says which path it collides with.

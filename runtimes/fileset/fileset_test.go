@@ -138,6 +138,23 @@ func TestFromArgument(t *testing.T) {
 	}
 }
 
+func TestCompare(t *testing.T) {
+	ordered := []string{"A", "a", "a/b", "a/b/c", "a/c", "a-b", "a.txt", "b"}
+	for i, a := range ordered {
+		for j, b := range ordered {
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := Compare(a, b); got != want {
+				t.Errorf("Compare(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n....")
 	tests := []struct {
@@ -210,7 +227,7 @@ func FuzzFromArgument(f *testing.F) {
 			if CheckPath(f.Path) != nil || c.Add(f.Path) != nil {
 				t.Fatalf("accepted %q", f.Path)
 			}
-			if i > 0 && files[i-1].Path >= f.Path {
+			if i > 0 && Compare(files[i-1].Path, f.Path) >= 0 {
 				t.Fatalf("not sorted: %q before %q", files[i-1].Path, f.Path)
 			}
 		}
