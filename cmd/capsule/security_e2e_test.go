@@ -246,7 +246,7 @@ func wantError(t *testing.T, st structured) {
 }
 
 func abuseCorpus() []abuse {
-	// Over the 1MiB code limit, within the 3MiB message limit (a larger
+	// Over the 1MiB code limit, within the message limit (a larger
 	// message is refused by the transport: TestStdioOversizedMessage).
 	big := strings.Repeat("x = 1\n", 2<<20/6+1)
 	py := func(name, code string, check func(*testing.T, structured)) abuse {
