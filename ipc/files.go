@@ -42,8 +42,8 @@ func (w *Writer) WriteFiles(files []fileset.File) error {
 
 // FileReceiver assembles files from TypeFile and TypeFileData frames,
 // checking every claim the sender makes: each path follows
-// fileset.CheckPath, paths come in strictly increasing order and do not
-// collide, each file's content is exactly its declared size, and the
+// fileset.CheckPath, paths come in strictly increasing path order
+// (fileset.Compare) and do not collide, each file's content is exactly its declared size, and the
 // sender sent (or truncated) exactly what a fileset.Picker with the
 // receiver's limits sends. Nothing beyond the limits is ever allocated.
 type FileReceiver struct {
@@ -85,7 +85,7 @@ func (r *FileReceiver) header(f Frame) error {
 	if err := fileset.CheckPath(h.Path); err != nil {
 		return fmt.Errorf("ipc: %w", err)
 	}
-	if n := len(r.files); n > 0 && r.files[n-1].Path >= h.Path {
+	if n := len(r.files); n > 0 && fileset.Compare(r.files[n-1].Path, h.Path) >= 0 {
 		return fmt.Errorf("ipc: file %q comes after %q, out of order", h.Path, r.files[n-1].Path)
 	}
 	if err := r.paths.Add(h.Path); err != nil {

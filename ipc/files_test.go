@@ -134,7 +134,7 @@ func FuzzFileReceiver(f *testing.F) {
 			if fileset.CheckPath(file.Path) != nil || set.Add(file.Path) != nil {
 				t.Fatalf("accepted the path %q", file.Path)
 			}
-			if i > 0 && files[i-1].Path >= file.Path {
+			if i > 0 && fileset.Compare(files[i-1].Path, file.Path) >= 0 {
 				t.Fatalf("accepted %q after %q", file.Path, files[i-1].Path)
 			}
 			if !file.Truncated {
