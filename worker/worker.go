@@ -143,7 +143,9 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	timer.Stop()
 	if o.Limit == runtimes.LimitTimeout {
 		// Whoever stopped it, the answer names the configured limit.
-		o = runtimes.TimeoutOutcome(timeout)
+		t := runtimes.TimeoutOutcome(timeout)
+		t.Files, t.FilesUnlisted = o.Files, o.FilesUnlisted
+		o = t
 	}
 	return finish(o)
 }
