@@ -316,8 +316,9 @@ func (s *Supervisor) files(l language) string {
 		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
 	}
 	if s.cfg.Limits.Scratch > 0 {
-		fmt.Fprintf(&b, "Files can be written only in a private, initially empty, in-memory /tmp of %s "+
-			"(also the working directory), gone after the call; the rest is read-only", s.cfg.Limits.Scratch)
+		fmt.Fprintf(&b, "Files can be written only in a private in-memory /tmp of %s (also the working "+
+			"directory), which holds at the start only the files passed in and an empty outputs/, gone after the "+
+			"call; the rest is read-only", s.cfg.Limits.Scratch)
 	} else {
 		b.WriteString("No file can be written")
 	}
