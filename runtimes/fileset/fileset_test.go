@@ -3,6 +3,7 @@ package fileset
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -232,4 +233,32 @@ func FuzzFromArgument(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCollector(t *testing.T) {
+	c := NewCollector(Limits{MaxBytes: 6, MaxFiles: 10})
+	reads := 0
+	read := func(s string) func() ([]byte, error) {
+		return func() ([]byte, error) { reads++; return []byte(s), nil }
+	}
+	c.Add("a", 3, false, read("abc"))
+	c.Add("a/b", 1, false, read("x"))    // inside a file
+	c.Add("big", 9, true, read("never")) // over the bytes: listed, not read
+	c.Add("c", 2, false, read("cd"))
+	c.Add("d", 1, false, func() ([]byte, error) { return nil, errors.New("gone") })
+	for i := range 10 {
+		c.Add("../"+strconv.Itoa(i), 1, false, read("x"))
+	}
+	var got []string
+	for _, f := range c.Files {
+		got = append(got, f.Path+"="+string(f.Data))
+	}
+	if strings.Join(got, " ") != "a=abc big= c=cd" || !c.Files[1].Truncated || c.Files[1].Size != 9 || reads != 2 {
+		t.Fatalf("files %q, %d reads", got, reads)
+	}
+	err := c.Err()
+	if err == nil || !strings.Contains(err.Error(), `file "a/b": the path is inside "a"`) || !strings.Contains(err.Error(), `file "d" could not be read: gone`) ||
+		!strings.HasSuffix(err.Error(), "; and 4 more") {
+		t.Fatalf("error %v", err)
+	}
 }

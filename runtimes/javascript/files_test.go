@@ -2,13 +2,13 @@ package javascript
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/runtimes/internal/runtimetest"
 )
 
 // testFilesOut bounds the test engine's returned files.
@@ -20,23 +20,6 @@ func runFiles(t *testing.T, code string, files []fileset.File, timeout time.Dura
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return in.Run(ctx, runtimes.Request{Code: code, Files: files})
-}
-
-// listed lists files as path:size, with a * for truncated, and a b for
-// bytes.
-func listed(files []fileset.File) string {
-	var parts []string
-	for _, f := range files {
-		p := f.Path + ":" + strconv.FormatInt(f.Len(), 10)
-		if f.Binary {
-			p += "b"
-		}
-		if f.Truncated {
-			p += "*"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, " ")
 }
 
 func TestFilesIn(t *testing.T) {
@@ -68,7 +51,7 @@ func TestOutputs(t *testing.T) {
 	tests := []struct {
 		name  string
 		code  string
-		files string // as listed() lists them
+		files string // as runtimetest.Listed lists them
 		err   string
 		limit string
 		data  map[string]string
@@ -94,7 +77,7 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := runFiles(t, tt.code, nil, 2*time.Second)
-			if got := listed(o.Files); got != tt.files {
+			if got := runtimetest.Listed(o.Files); got != tt.files {
 				t.Errorf("files %q, want %q", got, tt.files)
 			}
 			if (tt.err == "") != (o.Error == nil) || (o.Error != nil && !strings.Contains(o.Error.Message, tt.err)) {

@@ -3,13 +3,13 @@ package python
 import (
 	"bytes"
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/runtimes/internal/runtimetest"
 )
 
 // testFilesOut bounds the test engines' returned files.
@@ -27,19 +27,6 @@ func runFiles(t *testing.T, code string, files []fileset.File, timeout time.Dura
 	}
 	defer inst.Close(ctx)
 	return inst.Run(ctx, runtimes.Request{Code: code, Files: files})
-}
-
-// paths lists the returned files as path:size, with a * for truncated.
-func paths(files []fileset.File) string {
-	var b strings.Builder
-	for _, f := range files {
-		mark := ""
-		if f.Truncated {
-			mark = "*"
-		}
-		b.WriteString(f.Path + ":" + strconv.FormatInt(f.Len(), 10) + mark + " ")
-	}
-	return strings.TrimSpace(b.String())
 }
 
 func TestFilesIn(t *testing.T) {
@@ -82,7 +69,7 @@ func TestOutputs(t *testing.T) {
 	tests := []struct {
 		name  string
 		code  string
-		files string // as paths() lists them
+		files string // as runtimetest.Listed lists them
 		err   string // in the error's message, "" for none
 		limit string
 	}{
@@ -104,7 +91,7 @@ for p in ['z.txt', 'a/b/c.csv', 'a-b.txt', 'a/x.bin']:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := runFiles(t, tt.code, nil, time.Minute)
-			if got := paths(o.Files); got != tt.files {
+			if got := runtimetest.Listed(o.Files); got != tt.files {
 				t.Errorf("files %q, want %q", got, tt.files)
 			}
 			if (tt.err == "") != (o.Error == nil) || (o.Error != nil && !strings.Contains(o.Error.Message, tt.err)) {
@@ -132,7 +119,7 @@ func TestOutputsContent(t *testing.T) {
 // returns what it wrote before.
 func TestOutputsAfterTimeout(t *testing.T) {
 	o := runFiles(t, "import time\nopen('outputs/progress.txt', 'w').write('step 1')\ntime.sleep(3)", nil, 500*time.Millisecond)
-	if o.Limit != runtimes.LimitTimeout || paths(o.Files) != "progress.txt:6" || string(o.Files[0].Data) != "step 1" {
-		t.Fatalf("limit %q, files %q", o.Limit, paths(o.Files))
+	if o.Limit != runtimes.LimitTimeout || runtimetest.Listed(o.Files) != "progress.txt:6" || string(o.Files[0].Data) != "step 1" {
+		t.Fatalf("limit %q, files %q", o.Limit, runtimetest.Listed(o.Files))
 	}
 }
