@@ -150,6 +150,9 @@ func TestLiveWorkerIsLockedDown(t *testing.T) {
 		{"execute_javascript", "await new Promise(r => setTimeout(r, 3000))"},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
+			// The worker found must be this call's, not the last one's
+			// still exiting.
+			workersGone(t, s)
 			pid, done := runningWorker(t, s, tc.tool, tc.code)
 			if got := procStatus(pid, "Seccomp"); got != "2" {
 				t.Errorf("Seccomp = %q, want 2 (filter mode)", got)
