@@ -12,7 +12,9 @@
 //	supervisor → worker  Setup    (protocol version, language, limits)
 //	worker → supervisor  Ready    (module loaded, lockdown applied, interpreter started)
 //	supervisor → worker  Request  (the code)
+//	supervisor → worker  File, FileData  (the files passed in, if any)
 //	worker → supervisor  Stdout / Stderr chunks, any number
+//	worker → supervisor  File, FileData  (the files returned, if any)
 //	worker → supervisor  Done     (result, error, limit)
 //
 // A worker that cannot get ready sends Failure instead of Ready.
@@ -32,7 +34,7 @@ import (
 // ProtocolVersion is bumped on any incompatible change to the frames. The
 // supervisor and worker are the same binary, so a mismatch means a stale or
 // foreign executable answered.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // HeaderSize is the length of a frame header: payload length and type.
 const HeaderSize = 5
@@ -49,6 +51,10 @@ const (
 	TypeStdout  Type = 'O'
 	TypeStderr  Type = 'E'
 	TypeDone    Type = 'D'
+	// TypeFile begins a file passed in or returned: a FileHeader.
+	TypeFile Type = 'P'
+	// TypeFileData carries a piece of the current file's content.
+	TypeFileData Type = 'B'
 )
 
 func (t Type) String() string {
@@ -67,13 +73,17 @@ func (t Type) String() string {
 		return "stderr"
 	case TypeDone:
 		return "done"
+	case TypeFile:
+		return "file"
+	case TypeFileData:
+		return "file data"
 	}
 	return fmt.Sprintf("unknown(0x%02x)", byte(t))
 }
 
 func (t Type) valid() bool {
 	switch t {
-	case TypeSetup, TypeReady, TypeFailure, TypeRequest, TypeStdout, TypeStderr, TypeDone:
+	case TypeSetup, TypeReady, TypeFailure, TypeRequest, TypeStdout, TypeStderr, TypeDone, TypeFile, TypeFileData:
 		return true
 	}
 	return false

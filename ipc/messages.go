@@ -34,6 +34,12 @@ type Setup struct {
 	// PythonPath is the operator's directory or zip of pure-Python
 	// packages (an absolute path), or empty.
 	PythonPath string `json:"python_path,omitempty"`
+	// MaxFilesIn bounds the files passed in, all together, in bytes.
+	MaxFilesIn int64 `json:"max_files_in"`
+	// MaxFilesOut and MaxFilesOutCount bound the files returned: their
+	// bytes, all together, and how many are sent (fileset.Limits).
+	MaxFilesOut      int64 `json:"max_files_out"`
+	MaxFilesOutCount int   `json:"max_files_out_count"`
 }
 
 // Worker modes.
@@ -70,6 +76,8 @@ type Request struct {
 	Code      string          `json:"code"`
 	Inputs    json.RawMessage `json:"inputs,omitempty"`
 	TimeoutMS int64           `json:"timeout_ms"`
+	// Files is how many files follow the request (see FileHeader).
+	Files int `json:"files,omitempty"`
 }
 
 // Done is the worker's last frame: how the execution ended. The counts of
@@ -85,6 +93,9 @@ type Done struct {
 	// WorkerCPU is the CPU time the worker spent in each phase of its life
 	// up to the answer (see worker.Phase names), for the log.
 	WorkerCPU []PhaseCPU `json:"worker_cpu,omitempty"`
+	// FilesUnlisted counts the files returned beyond fileset.MaxListed,
+	// which the answer only counts.
+	FilesUnlisted int64 `json:"files_unlisted,omitempty"`
 }
 
 // PhaseCPU is the CPU time of one phase of a worker's life.
@@ -105,8 +116,8 @@ func (d *Done) Validate() error {
 	default:
 		return fmt.Errorf("ipc: done frame names unknown limit %q", d.Limit)
 	}
-	if d.StdoutDropped < 0 || d.StderrDropped < 0 {
-		return fmt.Errorf("ipc: done frame has negative dropped counts")
+	if d.StdoutDropped < 0 || d.StderrDropped < 0 || d.FilesUnlisted < 0 {
+		return fmt.Errorf("ipc: done frame has negative counts")
 	}
 	if d.Error != nil {
 		for _, s := range []string{d.Error.Type, d.Error.Message, d.Error.Traceback} {
@@ -140,7 +151,8 @@ func (s *Setup) Validate() error {
 	if s.Language == "" {
 		return fmt.Errorf("ipc: setup names no language")
 	}
-	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 || s.ScratchBytes < 0 {
+	if s.MemoryBytes < 64<<10 || s.MaxOutput < 0 || s.MaxTimeoutMS <= 0 || s.ScratchBytes < 0 ||
+		s.MaxFilesIn < 0 || s.MaxFilesOut < 0 || s.MaxFilesOutCount < 0 {
 		return fmt.Errorf("ipc: setup has invalid limits")
 	}
 	if s.Mode != ModeRun && s.Mode != ModeSnapshot {

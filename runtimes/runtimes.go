@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
+
+	"capsule/runtimes/fileset"
 )
 
 // Language names, as used on the command line, in the ipc protocol and in
@@ -33,6 +35,10 @@ const (
 	LimitCodeSize = "code_size"
 	// LimitScratch is the size of the private scratch directory.
 	LimitScratch = "scratch"
+	// LimitFilesIn is the size of the files passed in, all together.
+	LimitFilesIn = "files_in"
+	// LimitFilesOut is the size and number of the files returned.
+	LimitFilesOut = "files_out"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the
@@ -63,6 +69,8 @@ type Config struct {
 	// PythonPath is the operator's directory or zip of pure-Python
 	// packages, or empty.
 	PythonPath string
+	// FilesOut bounds the files a run returns.
+	FilesOut fileset.Limits
 }
 
 // CompileContext is the context a runtime compiles its own module under,
@@ -119,6 +127,10 @@ type Request struct {
 	// Inputs is an optional JSON object exposed to the code as `inputs`.
 	// Nil when absent.
 	Inputs json.RawMessage
+	// Files are passed in, checked (fileset.Check) and sorted by path:
+	// Python finds them in its working directory, JavaScript in the
+	// global `files`.
+	Files []fileset.File
 }
 
 // ErrorInfo describes an uncaught exception or syntax error in the guest.
@@ -142,6 +154,12 @@ type Outcome struct {
 	// ExitCode is the guest's exit status (Python's SystemExit code); zero
 	// for a normal end.
 	ExitCode int
+	// Files are the files returned (Python's /tmp/outputs, JavaScript's
+	// `outputs`) in path order, picked by a fileset.Picker with
+	// Config.FilesOut: those that did not fit are Truncated.
+	Files []fileset.File
+	// FilesUnlisted counts returned files beyond fileset.MaxListed.
+	FilesUnlisted int64
 }
 
 // FormatBytes prints a byte count in the largest binary unit that divides it

@@ -23,12 +23,15 @@ type Answer struct {
 	DurationMS      float64             `json:"duration_ms"`
 	StdoutTruncated bool                `json:"stdout_truncated"`
 	StderrTruncated bool                `json:"stderr_truncated"`
+	// Files lists the files returned, if any (files.go).
+	Files []FileInfo `json:"files,omitempty"`
 
 	// Not part of the structured result; shown in the text.
 	stdoutDropped int64
 	stderrDropped int64
 	exitCode      int
 	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
+	returned      returnedFiles
 }
 
 // ExitCode is the guest's exit status (Python's SystemExit); zero otherwise.
@@ -91,6 +94,9 @@ func (a *Answer) Text() string {
 	if a.exitCode != 0 {
 		section("", fmt.Sprintf("[exit code %d]", a.exitCode))
 	}
+	if len(a.Files) > 0 || a.returned.unlisted > 0 {
+		section("[files]", a.filesText())
+	}
 	if b.Len() == 0 {
 		return "[no output and no result]"
 	}
@@ -106,6 +112,7 @@ type collector struct {
 	max    int64
 	stdout capped
 	stderr capped
+	files  fileCollector
 }
 
 func newCollector(max int64) *collector {
@@ -128,12 +135,19 @@ func (c *collector) read(in *ipc.Reader) (*ipc.Done, error) {
 			c.stdout.write(f.Payload)
 		case ipc.TypeStderr:
 			c.stderr.write(f.Payload)
+		case ipc.TypeFile, ipc.TypeFileData:
+			if err := c.files.add(f); err != nil {
+				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
+			}
 		case ipc.TypeDone:
 			var d ipc.Done
 			if err := ipc.DecodeJSON(f, &d); err != nil {
 				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
 			}
 			if err := d.Validate(); err != nil {
+				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
+			}
+			if err := c.files.finish(&d); err != nil {
 				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
 			}
 			return &d, nil
@@ -184,6 +198,9 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 				Message: fmt.Sprintf("output: more than %s was written to stdout or stderr; the rest was dropped", runtimes.FormatBytes(c.max)),
 			}
 		}
+	}
+	if failure == nil {
+		c.files.answer(a)
 	}
 	return a
 }

@@ -201,6 +201,7 @@ func FuzzParseArguments(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"code":"x","extra":null}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"code":"x","files":{"a.csv":"1,2","b/c":{"base64":"AAE="},"../d":"x"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		args, err := ParseArguments(json.RawMessage(raw))
 		if err != nil {

@@ -32,6 +32,12 @@ type Limits struct {
 	// working directory), held in the worker's memory on top of Memory;
 	// 0 means no writable directory.
 	Scratch Size
+	// MaxFilesIn caps the files passed in to one call, all together.
+	MaxFilesIn Size
+	// MaxFilesOut caps the files one call returns, all together; beyond
+	// it (or beyond MaxFilesOutCount files) they are listed, not sent.
+	MaxFilesOut      Size
+	MaxFilesOutCount int
 }
 
 // DefaultLimits are the limits when no flag or environment variable is set.
@@ -42,6 +48,10 @@ var DefaultLimits = Limits{
 	MaxOutput:  1 << 20,
 	MaxCode:    1 << 20,
 	Scratch:    64 << 20,
+	// A 5 MiB CSV in and out, with room to spare.
+	MaxFilesIn:       8 << 20,
+	MaxFilesOut:      8 << 20,
+	MaxFilesOutCount: 64,
 }
 
 // Config is everything the supervisor is configured with.
@@ -222,6 +232,9 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
+	e.Var(&c.Limits.MaxFilesIn, "max-files-in", "CAPSULE_MAX_FILES_IN", "limit on the files passed in to one call, all together (0: none may be)")
+	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
+	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only)")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")

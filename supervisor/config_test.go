@@ -19,11 +19,23 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}{
 		{name: "defaults", want: DefaultLimits},
 		{name: "flags", args: []string{"--timeout", "5s", "--memory", "64MiB", "--max-output", "1KiB", "--max-code", "2KiB"},
-			want: Limits{Timeout: 5 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: 64 << 20, MaxOutput: 1 << 10, MaxCode: 2 << 10, Scratch: DefaultLimits.Scratch}},
+			want: func() Limits {
+				l := DefaultLimits
+				l.Timeout, l.Memory, l.MaxOutput, l.MaxCode = 5*time.Second, 64<<20, 1<<10, 2<<10
+				return l
+			}()},
 		{name: "environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s", "CAPSULE_MEMORY": "32MiB"},
-			want: Limits{Timeout: 2 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: 32 << 20, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode, Scratch: DefaultLimits.Scratch}},
+			want: func() Limits { l := DefaultLimits; l.Timeout, l.Memory = 2*time.Second, 32<<20; return l }()},
 		{name: "flag beats environment", env: map[string]string{"CAPSULE_TIMEOUT": "2s"}, args: []string{"--timeout", "9s"},
-			want: Limits{Timeout: 9 * time.Second, MaxTimeout: DefaultLimits.MaxTimeout, Memory: DefaultLimits.Memory, MaxOutput: DefaultLimits.MaxOutput, MaxCode: DefaultLimits.MaxCode, Scratch: DefaultLimits.Scratch}},
+			want: func() Limits { l := DefaultLimits; l.Timeout = 9 * time.Second; return l }()},
+		{name: "files limits", args: []string{"--max-files-in", "1MiB", "--max-files-out-count", "3"},
+			env: map[string]string{"CAPSULE_MAX_FILES_OUT": "2MiB", "CAPSULE_MAX_FILES_OUT_COUNT": "9"},
+			want: func() Limits {
+				l := DefaultLimits
+				l.MaxFilesIn, l.MaxFilesOut, l.MaxFilesOutCount = 1<<20, 2<<20, 3
+				return l
+			}()},
+		{name: "bad files count names its variable", env: map[string]string{"CAPSULE_MAX_FILES_OUT_COUNT": "-1"}, wantErr: "CAPSULE_MAX_FILES_OUT_COUNT"},
 		{name: "scratch by flag, none by environment", args: []string{"--scratch", "4MiB"}, env: map[string]string{"CAPSULE_SCRATCH": "0"},
 			want: func() Limits { l := DefaultLimits; l.Scratch = 4 << 20; return l }()},
 		{name: "no scratch directory", env: map[string]string{"CAPSULE_SCRATCH": "0"},

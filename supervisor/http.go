@@ -131,10 +131,11 @@ func (o *ServeOptions) Resolve(cfg Config) error {
 }
 
 // DefaultMaxRequestBody is the body limit when none is set: room for the
-// code and the inputs, each bounded by MaxCode, plus 1MiB for JSON escaping
-// and the JSON-RPC envelope, so that a call the supervisor would take is not
+// code and the inputs, each bounded by MaxCode, and the files passed in as
+// base64 (4 bytes for every 3), plus 1MiB for JSON escaping and the
+// JSON-RPC envelope, so that a call the supervisor would take is not
 // refused by the transport.
-func DefaultMaxRequestBody(l Limits) Size { return 2*l.MaxCode + 1<<20 }
+func DefaultMaxRequestBody(l Limits) Size { return 2*l.MaxCode + (l.MaxFilesIn+2)/3*4 + 1<<20 }
 
 // checkToken trims the trailing newline a file or a secret usually carries
 // and refuses a token that would turn authentication off or could never
@@ -540,7 +541,7 @@ func (v autoSize) String() string {
 	case v.s == nil:
 		return "" // the flag package's zero value, so the default below is shown
 	case *v.s == 0:
-		return "2 × max-code + 1MiB"
+		return "2 × max-code + 4/3 × max-files-in + 1MiB"
 	}
 	return v.s.String()
 }

@@ -499,8 +499,8 @@ func TestResolveDefaults(t *testing.T) {
 	if o.MaxClientConcurrency != 6 {
 		t.Errorf("MaxClientConcurrency = %d, want 2 × 3", o.MaxClientConcurrency)
 	}
-	if o.MaxRequestBody != 5<<20 {
-		t.Errorf("MaxRequestBody = %s, want 2 × 2MiB + 1MiB", o.MaxRequestBody)
+	if want := Size(5<<20 + (8<<20+2)/3*4); o.MaxRequestBody != want {
+		t.Errorf("MaxRequestBody = %s, want 2 × 2MiB + 4/3 × 8MiB + 1MiB = %s", o.MaxRequestBody, want)
 	}
 	if o.ShutdownGrace != 10*time.Second {
 		t.Errorf("ShutdownGrace = %v, want 10s", o.ShutdownGrace)

@@ -22,6 +22,7 @@ import (
 
 	"capsule/ipc"
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 	"capsule/worker/lockdown"
@@ -270,6 +271,9 @@ type Request struct {
 	// Timeout replaces the configured timeout when positive; it is capped
 	// at Limits.MaxTimeout.
 	Timeout time.Duration
+	// Files are passed in: Python finds them in /tmp, JavaScript in the
+	// global `files`.
+	Files []fileset.File
 }
 
 // Execute runs req in a fresh worker and reports how it went. It never
@@ -298,6 +302,9 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	}
 	if !utf8.ValidString(req.Code) {
 		return errorAnswer("InvalidCode", "the code is not valid UTF-8")
+	}
+	if a := s.checkFiles(req); a != nil {
+		return a
 	}
 	if !s.begin() {
 		return errorAnswer("ServerStopping", "the server is shutting down; no new calls are taken")
@@ -368,11 +375,8 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 // it at the deadline or when ctx is cancelled.
 func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout time.Duration) *Answer {
 	col := newCollector(int64(s.cfg.Limits.MaxOutput))
-	if err := p.out.WriteJSON(ipc.TypeRequest, ipc.Request{
-		Code:      req.Code,
-		Inputs:    req.Inputs,
-		TimeoutMS: timeout.Milliseconds(),
-	}); err != nil {
+	col.files = newFileCollector(s.filesOutLimits())
+	if err := sendRequest(p, req, timeout); err != nil {
 		return col.answer(nil, fmt.Errorf("sending the request: %w", p.describeEnd(err)))
 	}
 	// The frames are read on this goroutine, with the deadline, the

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 )
 
 // outputSchema describes Answer, the structuredContent of both tools.
@@ -30,10 +31,11 @@ const outputSchema = `{
       },
       "required": ["type", "message", "traceback"]
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", null], "description": "The limit that was hit, if any."},
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", null], "description": "The limit that was hit, if any."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
-    "stderr_truncated": {"type": "boolean"}
+    "stderr_truncated": {"type": "boolean"},
+    "files": {` + filesSchema + `}
   },
   "required": ["stdout", "stderr", "result", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
 }`
@@ -92,8 +94,8 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
-		"dropped), %s of code and %s of inputs.",
-		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode)
+		"dropped), %s of code and %s of inputs. %s",
+		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode, s.filesAbout(l))
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
@@ -116,6 +118,7 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
 				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.inputsIn, lim.MaxCode, MaxInputsDepth))),
+		s.filesArgument(l),
 		mcp.WithSchemaAdditionalProperties(false),
 		mcp.WithRawOutputSchema(json.RawMessage(outputSchema)),
 	)
@@ -167,6 +170,8 @@ type Arguments struct {
 	Inputs json.RawMessage
 	// Timeout is timeout_seconds, or zero when absent.
 	Timeout time.Duration
+	// Files are the `files` passed in, checked and sorted by path.
+	Files []fileset.File
 }
 
 // ParseArguments validates a tool call's arguments as the client sent them.
@@ -217,8 +222,14 @@ func ParseArguments(raw any) (Arguments, error) {
 				return Arguments{}, fmt.Errorf("argument \"inputs\": %v", err)
 			}
 			args.Inputs = b
+		case "files":
+			files, err := fileset.FromArgument(v)
+			if err != nil {
+				return Arguments{}, err
+			}
+			args.Files = files
 		default:
-			return Arguments{}, fmt.Errorf("unknown argument %q: the arguments are \"code\", \"timeout_seconds\" and \"inputs\"", k)
+			return Arguments{}, fmt.Errorf("unknown argument %q: the arguments are \"code\", \"timeout_seconds\", \"inputs\" and \"files\"", k)
 		}
 	}
 	return args, nil
@@ -250,8 +261,9 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 			stop := reportProgress(ctx, req.Params.Meta.ProgressToken)
 			defer stop()
 		}
-		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout})
+		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
 		res := mcp.NewToolResultStructured(a, a.Text())
+		res.Content = append(res.Content, a.FileContents()...)
 		res.IsError = a.IsError()
 		return res, nil
 	}
@@ -304,8 +316,9 @@ func (s *Supervisor) files(l language) string {
 		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
 	}
 	if s.cfg.Limits.Scratch > 0 {
-		fmt.Fprintf(&b, "Files can be written only in a private, initially empty, in-memory /tmp of %s "+
-			"(also the working directory), gone after the call; the rest is read-only", s.cfg.Limits.Scratch)
+		fmt.Fprintf(&b, "Files can be written only in a private in-memory /tmp of %s (also the working "+
+			"directory), which holds at the start only the files passed in and an empty outputs/, gone after the "+
+			"call; the rest is read-only", s.cfg.Limits.Scratch)
 	} else {
 		b.WriteString("No file can be written")
 	}

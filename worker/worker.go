@@ -22,6 +22,7 @@ import (
 
 	"capsule/ipc"
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 )
 
 // File descriptors of the ipc pipes, as arranged by the supervisor through
@@ -91,6 +92,10 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	if err := readJSON(in, ipc.TypeRequest, &req); err != nil {
 		return err
 	}
+	files, err := ipc.ReadFiles(in, req.Files, fileset.Limits{MaxBytes: setup.MaxFilesIn, MaxFiles: req.Files})
+	if err != nil {
+		return err
+	}
 	cpu.mark(PhaseWait)
 	injectFault(req.Code, out)
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
@@ -102,8 +107,9 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	finish := func(o runtimes.Outcome) error {
 		var err error
 		once.Do(func() {
-			// Flush output before Done: the supervisor stops reading at Done.
-			err = errors.Join(stdout.flush(), stderr.flush())
+			// Flush output and send the files before Done: the
+			// supervisor stops reading at Done.
+			err = errors.Join(stdout.flush(), stderr.flush(), out.WriteFiles(o.Files))
 			o = bound(o, setup.MaxOutput)
 			cpu.mark(PhaseRun)
 			done := ipc.Done{
@@ -114,30 +120,40 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 				ExitCode:      o.ExitCode,
 				StdoutDropped: stdout.droppedBytes(),
 				StderrDropped: stderr.droppedBytes(),
+				FilesUnlisted: o.FilesUnlisted,
 			}
 			err = errors.Join(err, out.WriteJSON(ipc.TypeDone, done))
 		})
 		return err
 	}
 
-	// A runtime that cannot interrupt its guest (CPython has no hook for
-	// it) is stopped here: answer with what was printed, then exit, which
-	// ends the guest mid-instruction. The supervisor's kill is the backstop
-	// should this process be unable to even do that.
-	timer := time.AfterFunc(timeout, func() {
+	// Run returns at the deadline, with the files the code left: CPython,
+	// which cannot be interrupted, is given up on and ended by this
+	// process's exit. Should Run not return even then (JavaScript stuck in
+	// one long native operation), answer with what was printed, without
+	// files, and exit. The supervisor's kill is the backstop should this
+	// process be unable to even do that.
+	timer := time.AfterFunc(timeout+answerGrace, func() {
 		_ = finish(runtimes.TimeoutOutcome(timeout))
 		os.Exit(0)
 	})
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs})
+	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs, Files: files})
 	cancel()
 	timer.Stop()
 	if o.Limit == runtimes.LimitTimeout {
 		// Whoever stopped it, the answer names the configured limit.
-		o = runtimes.TimeoutOutcome(timeout)
+		t := runtimes.TimeoutOutcome(timeout)
+		t.Files, t.FilesUnlisted = o.Files, o.FilesUnlisted
+		o = t
 	}
 	return finish(o)
 }
+
+// answerGrace is how long past the deadline Run may take to return with
+// the files the code left, before the worker answers without them. The
+// supervisor waits longer (its killGrace).
+const answerGrace = 250 * time.Millisecond
 
 // bound keeps an outcome within the output limit, so that a huge result or
 // exception message cannot make a frame the supervisor will refuse.
@@ -184,6 +200,7 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		CacheDir:         setup.CacheDir,
 		ScratchBytes:     setup.ScratchBytes,
 		PythonPath:       setup.PythonPath,
+		FilesOut:         fileset.Limits{MaxBytes: setup.MaxFilesOut, MaxFiles: setup.MaxFilesOutCount},
 	}
 	if setup.SnapshotKey != "" {
 		// Close-on-exec marks it as the worker's own: the lockdown closes

@@ -45,7 +45,7 @@ type options struct {
 }
 
 // phases are the parts of the bench -only can choose.
-var phases = []string{"start", "warm", "nopool", "memory", "compute"}
+var phases = []string{"start", "warm", "nopool", "files", "memory", "compute"}
 
 // hiddenFlags are defined but left out of -help.
 var hiddenFlags = map[string]bool{"cpuprofile": true}
@@ -170,6 +170,7 @@ func run(o options) error {
 		{"start", b.warmStart},
 		{"warm", b.warmPool},
 		{"nopool", b.noPool},
+		{"files", b.filesOverhead},
 		{"memory", b.workerMemory},
 		{"compute", b.compute},
 	}

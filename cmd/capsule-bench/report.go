@@ -99,6 +99,7 @@ type report struct {
 	starts     []startRow
 	latency    []latencyRow
 	throughput []throughputRow
+	files      []filesRow
 	serverMem  memStatus
 	workerMem  []workerMemRow
 
@@ -135,6 +136,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if len(r.throughput) > 0 {
 		r.printThroughput(p)
+	}
+	if len(r.files) > 0 {
+		r.printFiles(p)
 	}
 	if len(r.starts) > 0 {
 		r.printStarts(p)

@@ -38,6 +38,10 @@ type structured struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Limit *string `json:"limit"`
+	Files []struct {
+		Path string `json:"path"`
+		Size int64  `json:"size"`
+	} `json:"files"`
 }
 
 // server is a running `capsule serve` with an initialised MCP session.
@@ -165,11 +169,16 @@ func (a answer) resultFloat() (float64, error) {
 
 // call runs code with tool and fails unless the code ran without error.
 func (s *server) call(tool, code string) (answer, error) {
+	return s.callArgs(tool, map[string]any{"code": code})
+}
+
+// callArgs is call with all of the tool's arguments.
+func (s *server) callArgs(tool string, args map[string]any) (answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
-	req.Params.Arguments = map[string]any{"code": code}
+	req.Params.Arguments = args
 	start := time.Now()
 	res, err := s.c.CallTool(ctx, req)
 	wall := time.Since(start)

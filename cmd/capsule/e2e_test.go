@@ -60,6 +60,12 @@ type structured struct {
 	DurationMS      float64 `json:"duration_ms"`
 	StdoutTruncated bool    `json:"stdout_truncated"`
 	StderrTruncated bool    `json:"stderr_truncated"`
+	Files           []struct {
+		Path      string `json:"path"`
+		Size      int64  `json:"size"`
+		MIMEType  string `json:"mime_type"`
+		Truncated bool   `json:"truncated"`
+	} `json:"files"`
 }
 
 // server is a running `capsule serve` with a connected client.

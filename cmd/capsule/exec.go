@@ -18,7 +18,9 @@ var execLanguages = []string{runtimes.Python, runtimes.JavaScript}
 
 const execSynopsis = "capsule exec LANG [flags] (-c CODE | FILE | -)\n\n" +
 	"Runs code once through the same supervisor and worker path as serve. LANG is python or javascript.\n" +
-	"Prints the code's stdout and stderr, then its result on stdout.\n" +
+	"Prints the code's stdout and stderr, then its result on stdout. --file passes host files in (Python: in\n" +
+	"/tmp; JavaScript: the global files); --outputs writes the files the code returns (Python: what it left in\n" +
+	"/tmp/outputs; JavaScript: the global outputs) to a host directory.\n" +
 	"Exit status: 0 ok, 1 the code raised an error, 2 usage, 3 a limit was hit."
 
 func execCommand(args []string) int {
@@ -27,6 +29,9 @@ func execCommand(args []string) int {
 	var c commonFlags
 	c.register(e, fs)
 	code := fs.String("c", "", "the code to run")
+	var files fileFlags
+	fs.Var(&files, "file", "pass host file PATH in as NAME (PATH=NAME; by default its base name); repeatable")
+	outputs := fs.String("outputs", "", "write the files the code returns into this host directory")
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fs.SetOutput(os.Stdout)
 		fs.Usage()
@@ -52,6 +57,11 @@ func execCommand(args []string) int {
 		fmt.Fprintln(os.Stderr, "capsule exec:", err)
 		return exitUsage
 	}
+	in, err := readFiles(files, c.cfg.Limits.MaxFilesIn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule exec:", err)
+		return exitUsage
+	}
 	logger := c.logger("capsule")
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
@@ -61,8 +71,13 @@ func execCommand(args []string) int {
 	defer sup.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	a := sup.Execute(ctx, supervisor.Request{Language: lang, Code: src})
-	return printAnswer(a)
+	a := sup.Execute(ctx, supervisor.Request{Language: lang, Code: src, Files: in})
+	status := printAnswer(a)
+	if err := writeOutputs(a, *outputs); err != nil {
+		fmt.Fprintln(os.Stderr, "capsule exec:", err)
+		return exitCodeError
+	}
+	return status
 }
 
 // execSource finds the code: -c CODE, a file, or - for stdin; exactly one.

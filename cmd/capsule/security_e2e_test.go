@@ -150,6 +150,9 @@ func TestLiveWorkerIsLockedDown(t *testing.T) {
 		{"execute_javascript", "await new Promise(r => setTimeout(r, 3000))"},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
+			// The worker found must be this call's, not the last one's
+			// still exiting.
+			workersGone(t, s)
 			pid, done := runningWorker(t, s, tc.tool, tc.code)
 			if got := procStatus(pid, "Seccomp"); got != "2" {
 				t.Errorf("Seccomp = %q, want 2 (filter mode)", got)
@@ -246,7 +249,7 @@ func wantError(t *testing.T, st structured) {
 }
 
 func abuseCorpus() []abuse {
-	// Over the 1MiB code limit, within the 3MiB message limit (a larger
+	// Over the 1MiB code limit, within the message limit (a larger
 	// message is refused by the transport: TestStdioOversizedMessage).
 	big := strings.Repeat("x = 1\n", 2<<20/6+1)
 	py := func(name, code string, check func(*testing.T, structured)) abuse {

@@ -1,6 +1,7 @@
 package javascript
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -261,10 +262,8 @@ func cString(mem api.Memory, p uint32) string {
 		return ""
 	}
 	b, _ := mem.Read(p, size-p)
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return string(b[:i])
 	}
 	return string(b)
 }

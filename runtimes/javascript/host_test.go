@@ -27,7 +27,7 @@ func testEngine(t testing.TB) *engine {
 	t.Helper()
 	engineOnce.Do(func() {
 		var e runtimes.Engine
-		e, engineErr = runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: testLimit})
+		e, engineErr = runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: testLimit, FilesOut: testFilesOut})
 		if engineErr == nil {
 			engineVal = e.(*engine)
 		}

@@ -64,6 +64,7 @@ type exports struct {
 	freeValue, getFloat64, newFloat64, setProp, getProp       api.Function
 	argvGet, call, eval, resolveException, typeOf             api.Function
 	promiseState, promiseResult, isJobPending, executeJobs    api.Function
+	newArrayBuffer, getArrayBuffer, getArrayBufferLength      api.Function
 }
 
 func bindExports(mod api.Module) exports {
@@ -82,6 +83,8 @@ func bindExports(mod api.Module) exports {
 		{expCall, &x.call}, {expEval, &x.eval}, {expResolveException, &x.resolveException},
 		{expTypeof, &x.typeOf}, {expPromiseState, &x.promiseState}, {expPromiseResult, &x.promiseResult},
 		{expIsJobPending, &x.isJobPending}, {expExecutePendingJob, &x.executeJobs},
+		{expNewArrayBuffer, &x.newArrayBuffer}, {expGetArrayBuffer, &x.getArrayBuffer},
+		{expGetArrayBufferLen, &x.getArrayBufferLength},
 	} {
 		// verify has checked that every name exists with its signature.
 		*b.f = mod.ExportedFunction(b.n.min)
@@ -232,6 +235,7 @@ func (in *instance) restore() error {
 // the host calls (JSValue*s).
 type preludeMethods struct {
 	Fire, Render, RenderPromise, Describe, Unwrap, SetInputs uint32
+	AddFile, SealFiles, CollectOutputs                       uint32
 }
 
 // startState is what the Go side keeps of QuickJS's start-up: guest
@@ -324,6 +328,9 @@ func (in *instance) start() {
 	in.methods.Describe = in.getProp(obj, "describe")
 	in.methods.Unwrap = in.getProp(obj, "unwrap")
 	in.methods.SetInputs = in.getProp(obj, "setInputs")
+	in.methods.AddFile = in.getProp(obj, "addFile")
+	in.methods.SealFiles = in.getProp(obj, "sealFiles")
+	in.methods.CollectOutputs = in.getProp(obj, "collectOutputs")
 }
 
 // Close discards the module instance and its memory.
@@ -334,7 +341,8 @@ func (in *instance) Close(ctx context.Context) error {
 // Run evaluates req.Code as a global script (plain, or async when it uses
 // top-level await: script.go), runs jobs and timers until none is left, and
 // reports the value of the last expression (result.go says when it is
-// awaited and how it is rendered).
+// awaited and how it is rendered) and the files the code returns
+// (files.go), whichever way the run ended but in a trap.
 func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes.Outcome) {
 	start := time.Now()
 	if in.ran {
@@ -356,12 +364,17 @@ func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes
 		}
 	}()
 	jsErr := in.execute(req, &result)
-	return in.outcome(start, result, jsErr, nil)
+	out = in.outcome(start, result, jsErr, nil)
+	in.collectOutputs(&out)
+	return out
 }
 
 // execute does Run's work; result is set as soon as it is known, so that an
 // error in a later timer still reports it.
 func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runtimes.ErrorInfo {
+	if err := in.putFiles(req.Files); err != nil {
+		return err
+	}
 	if req.Inputs != nil {
 		if !json.Valid(req.Inputs) {
 			return &runtimes.ErrorInfo{Type: "InputError", Message: "inputs is not valid JSON"}

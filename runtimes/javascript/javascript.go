@@ -20,6 +20,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 	"capsule/runtimes/internal/snapshot"
 	"capsule/runtimes/provenance"
 )
@@ -78,6 +79,7 @@ type engine struct {
 	limit    uint64 // memory limit in bytes, whole pages
 	data     *snapshot.Data
 	image    *snapshot.Image // nil: instances start cold
+	filesOut fileset.Limits
 }
 
 // Identity is a digest of everything an interpreter's start-up depends on:
@@ -145,7 +147,7 @@ func compileIn(ctx context.Context, cfg runtimes.Config, rt wazero.Runtime, limi
 	if err != nil {
 		return nil, fmt.Errorf("javascript: %w", err)
 	}
-	return &engine{runtime: rt, compiled: compiled, limit: limit, data: data}, nil
+	return &engine{runtime: rt, compiled: compiled, limit: limit, data: data, filesOut: cfg.FilesOut}, nil
 }
 
 // Close releases the runtime, the compiled module and every instance.

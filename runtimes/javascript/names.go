@@ -128,7 +128,10 @@ var (
 	expPromiseResult     = name{"QTS_PromiseResult", "ya", sig(types(i32, i32), i32)}
 	expIsJobPending      = name{"QTS_IsJobPending", "ga", sig(types(i32), i32)}
 	expExecutePendingJob = name{"QTS_ExecutePendingJob", "ha", sig(types(i32, i32, i32), i32)}
-	exportNames          = []name{expCallCtors, expMalloc, expFree, expNewRuntime, expNewContext, expSetMaxStackSize, expEnableInterrupt, expNewObject, expNewFunction, expNewString, expGetString, expFreeCString, expFreeValuePointer, expGetFloat64, expNewFloat64, expSetProp, expGetProp, expArgvGetPointer, expCall, expEval, expResolveException, expTypeof, expPromiseState, expPromiseResult, expIsJobPending, expExecutePendingJob}
+	expNewArrayBuffer    = name{"QTS_NewArrayBuffer", "Y", sig(types(i32, i32, i32), i32)}
+	expGetArrayBuffer    = name{"QTS_GetArrayBuffer", "ba", sig(types(i32, i32), i32)}
+	expGetArrayBufferLen = name{"QTS_GetArrayBufferLength", "ca", sig(types(i32, i32), i32)}
+	exportNames          = []name{expCallCtors, expMalloc, expFree, expNewRuntime, expNewContext, expSetMaxStackSize, expEnableInterrupt, expNewObject, expNewFunction, expNewString, expGetString, expFreeCString, expFreeValuePointer, expGetFloat64, expNewFloat64, expSetProp, expGetProp, expArgvGetPointer, expCall, expEval, expResolveException, expTypeof, expPromiseState, expPromiseResult, expIsJobPending, expExecutePendingJob, expNewArrayBuffer, expGetArrayBuffer, expGetArrayBufferLen}
 )
 
 // moduleShape is what verify needs to know about a compiled module: its

@@ -864,5 +864,107 @@
     defineProperty(globalThis, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
   }
 
-  return { fire, render, renderPromise, describe, unwrap, setInputs, inspect, format };
+  // ---- files: the files passed in (the global `files`, defined only when
+  // there are some) and the files returned (the global `outputs`).
+
+  const freeze = Object.freeze;
+  const Uint8ArrayCtor = Uint8Array;
+  const arrayBufferSlice = uncurry(ArrayBuffer.prototype.slice);
+  const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
+  const typedArrayBuffer = uncurry(getOwnPropertyDescriptor(typedArrayProto, 'buffer').get);
+  const typedArrayByteOffset = uncurry(getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get);
+  const typedArrayByteLength = uncurry(getOwnPropertyDescriptor(typedArrayProto, 'byteLength').get);
+  const dataViewBuffer = uncurry(getOwnPropertyDescriptor(DataView.prototype, 'buffer').get);
+  const dataViewByteOffset = uncurry(getOwnPropertyDescriptor(DataView.prototype, 'byteOffset').get);
+
+  // Paths are defined, never assigned, so that "__proto__" is a path like
+  // any other.
+  let filesIn = null;
+
+  // addFile adds a file passed in: kind 0 is text, 1 an ArrayBuffer of
+  // bytes (seen as a Uint8Array), 2 more text of the file before, after a
+  // NUL (the host passes text in NUL-free pieces).
+  function addFile(path, value, kind) {
+    if (filesIn === null) filesIn = {};
+    if (kind === 2) value = filesIn[path] + '\0' + value;
+    else if (kind === 1) value = new Uint8ArrayCtor(value);
+    defineProperty(filesIn, path, { value, writable: true, enumerable: true, configurable: true });
+  }
+
+  // sealFiles freezes the files and makes them the global `files`.
+  function sealFiles() {
+    defineProperty(globalThis, 'files', { value: freeze(filesIn), writable: false, enumerable: false, configurable: true });
+  }
+
+  const outputs = {};
+  defineProperty(globalThis, 'outputs', { value: outputs, writable: true, enumerable: false, configurable: true });
+
+  // collectOutputs lists the files to return as [unlisted, path, kind,
+  // value, ...]: kind 0 a string, 1 an ArrayBuffer of the bytes, 2 a
+  // string with NULs as an array of the NUL-free pieces, 3 a value that
+  // cannot be a file, with the reason; at most max of them, and the count
+  // of the rest first. The files come from the global `outputs`: the
+  // object the call started with, or a plain object put in its place
+  // (anything else under that name is taken for the code's own variable).
+  // No getter is called.
+  function collectOutputs(max) {
+    const out = [0];
+    const desc = getOwnPropertyDescriptor(globalThis, 'outputs');
+    if (desc === undefined || !hasOwn(desc, 'value')) return out;
+    const obj = desc.value;
+    if (obj !== outputs && !isPlainObject(obj)) return out;
+    const keys = objectKeys(obj);
+    for (let i = 0; i < keys.length; i++) {
+      if (out.length >= 1 + 3 * max) {
+        out[0] = keys.length - i;
+        break;
+      }
+      if (strIncludes(keys[i], '\0')) {
+        push(out, replace(keys[i], /\0/g, '\\0'), 3, 'the path contains a NUL byte');
+        continue;
+      }
+      const d = getOwnPropertyDescriptor(obj, keys[i]);
+      if (d === undefined) continue;
+      if (!hasOwn(d, 'value')) {
+        push(out, keys[i], 3, 'the content is behind a getter; assign it as a value');
+        continue;
+      }
+      const v = d.value;
+      if (typeof v === 'string') {
+        if (strIncludes(v, '\0')) push(out, keys[i], 2, split(v, '\0'));
+        else push(out, keys[i], 0, v);
+      } else if (isView(v)) {
+        push(out, keys[i], 1, bytesOf(v));
+      } else if (brand(arrayBufferByteLength, v)) {
+        push(out, keys[i], 1, arrayBufferSlice(v, 0));
+      } else {
+        push(out, keys[i], 3, `the content must be a string or a Uint8Array, got ${describeType(v)}`);
+      }
+    }
+    return out;
+  }
+
+  function isPlainObject(v) {
+    if (v === null || typeof v !== 'object' || isArray(v)) return false;
+    const proto = getPrototypeOf(v);
+    return proto === ObjectProto || proto === null;
+  }
+
+  // bytesOf copies the bytes a typed array or DataView shows.
+  function bytesOf(view) {
+    if (brand(dataViewByteLength, view)) {
+      const off = dataViewByteOffset(view);
+      return arrayBufferSlice(dataViewBuffer(view), off, off + dataViewByteLength(view));
+    }
+    const off = typedArrayByteOffset(view);
+    return arrayBufferSlice(typedArrayBuffer(view), off, off + typedArrayByteLength(view));
+  }
+
+  function describeType(v) {
+    if (v === null) return 'null';
+    if (typeof v !== 'object') return typeof v;
+    return ctorName(v) || 'an object';
+  }
+
+  return { fire, render, renderPromise, describe, unwrap, setInputs, addFile, sealFiles, collectOutputs, inspect, format };
 })

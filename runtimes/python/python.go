@@ -38,6 +38,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 	"capsule/runtimes/internal/guestmem"
 	"capsule/runtimes/internal/snapshot"
 	"capsule/runtimes/provenance"
@@ -166,6 +167,7 @@ type engine struct {
 	packages   *Packages // nil without --python-path
 	packagesFS *zipFS
 	scratch    int64 // bytes of the scratch directory
+	filesOut   fileset.Limits
 	limitBytes uint64
 	running    atomic.Int32 // guests whose capsule_run has not returned
 }
@@ -265,6 +267,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		packages:   packages,
 		packagesFS: packagesFS,
 		scratch:    cfg.ScratchBytes,
+		filesOut:   cfg.FilesOut,
 		limitBytes: pages * wasmPage,
 	}, nil
 }
@@ -351,6 +354,9 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 		nowFunc:  nanotime,
 		files:    &guestFiles{},
 	}
+	if e.scratch > 0 {
+		inst.scratch = newScratchFS(e.scratch, inst.files)
+	}
 	// No host directory is ever mounted. The environment is only what is
 	// set here. A snapshot holds what the start-up made of the mounts and
 	// the environment, so they must not differ between instances.
@@ -364,7 +370,7 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 		WithEnv("PYTHONIOENCODING", "utf-8").
 		WithEnv("LANG", "C.UTF-8").
 		WithEnv("TMPDIR", ScratchDir).
-		WithFSConfig(e.fsConfig(inst.files)).
+		WithFSConfig(e.fsConfig(inst.files, inst.scratch)).
 		WithStdin(inst.stdin).
 		WithStdout(stdout).
 		WithStderr(stderr).
@@ -423,6 +429,7 @@ type instance struct {
 	stdin   *requestReader
 	nowFunc func() int64
 	files   *guestFiles
+	scratch *scratchFS // nil without a scratch directory
 
 	// report collects what the guest writes to resultFD (under reportMu:
 	// Run may read it while the guest is still exiting); reported is
@@ -443,11 +450,11 @@ type request struct {
 	Inputs json.RawMessage `json:"inputs,omitempty"`
 }
 
-// Run hands req to the bootstrap and reports how the execution ended. It
+// run hands req to the bootstrap and reports how the execution ended. It
 // returns early with LimitTimeout when ctx ends first; the guest cannot be
 // stopped from outside, so the caller must then discard the process (the
-// worker's own timer does).
-func (in *instance) Run(ctx context.Context, req runtimes.Request) runtimes.Outcome {
+// worker does, once it has answered).
+func (in *instance) run(ctx context.Context, req runtimes.Request) runtimes.Outcome {
 	if in.ran {
 		return errorOutcome("RuntimeError", "this interpreter instance has already run")
 	}

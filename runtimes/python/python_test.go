@@ -48,7 +48,7 @@ func engineWithLimit(tb testing.TB, limit uint64) runtimes.Engine {
 	if e, ok := engines[limit]; ok {
 		return e
 	}
-	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir, ScratchBytes: testScratch})
+	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir, ScratchBytes: testScratch, FilesOut: testFilesOut})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}
@@ -648,7 +648,7 @@ func TestFiles(t *testing.T) {
 		{name: "zipfile write", code: "import zipfile\nwith zipfile.ZipFile('x.zip', 'w', zipfile.ZIP_DEFLATED) as z:\n    z.writestr('a', 'b' * 1000)\nzipfile.ZipFile('x.zip').read('a') == b'b' * 1000",
 			result: "true"},
 		{name: "directories", code: "import os, shutil\nos.makedirs('a/b/c')\nos.rename('a/b', 'a/d')\nr = [sorted(os.listdir('a')), os.path.isdir('a/d/c')]\nshutil.rmtree('a')\nr + [os.listdir('.')]",
-			result: `[["d"], true, []]`},
+			result: `[["d"], true, ["outputs"]]`},
 		{name: "a full directory fails with ENOSPC", code: "with open('big', 'wb') as f:\n    while True:\n        f.write(bytes(1 << 20))",
 			errType: "OSError", errIn: "scratch: limit of 8MiB reached (/tmp and the working directory are full): [Errno 51] No space left on device", limit: runtimes.LimitScratch},
 		{name: "ENOSPC caught is no limit", code: "try:\n    open('big', 'wb').write(bytes(9 << 20))\nexcept OSError as e:\n    r = e.errno\nimport errno\nr == errno.ENOSPC",
@@ -679,9 +679,9 @@ func TestFiles(t *testing.T) {
 			}
 		})
 	}
-	// Each run starts with an empty directory.
-	run(t, defaultLimit, "open('left.txt', 'w').write('x')", nil)
-	if r := run(t, defaultLimit, "import os\nos.listdir('/tmp')", nil); string(r.Result) != "[]" {
+	// Each run starts with an empty directory but for an empty outputs/.
+	run(t, defaultLimit, "open('left.txt', 'w').write('x')\nopen('outputs/left.txt', 'w').write('x')", nil)
+	if r := run(t, defaultLimit, "import os\n[os.listdir('/tmp'), os.listdir('/tmp/outputs')]", nil); string(r.Result) != `[["outputs"], []]` {
 		t.Fatalf("a fresh instance's /tmp holds %s", r.Result)
 	}
 }

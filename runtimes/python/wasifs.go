@@ -197,16 +197,16 @@ func cpuClock(fn api.GoModuleFunction, resolution bool) api.GoModuleFunction {
 
 // fsConfig is everything one guest sees of a file system: the standard
 // library, the time zones and the operator's packages, read-only, and its
-// own empty scratch directory. Every file it opens counts in files.
-func (e *engine) fsConfig(files *guestFiles) wazero.FSConfig {
+// own scratch directory (nil: none). Every file it opens counts in files.
+func (e *engine) fsConfig(files *guestFiles, scratch *scratchFS) wazero.FSConfig {
 	cfg := wazero.NewFSConfig().
 		WithFSMount(e.stdlib.view(files), stdlibDir).
 		WithFSMount(e.zoneinfo.view(files), zoneinfoDir)
 	if e.packagesFS != nil {
 		cfg = cfg.WithFSMount(e.packagesFS.view(files), PackagesDir)
 	}
-	if e.scratch > 0 {
-		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(newScratchFS(e.scratch, files), ScratchDir)
+	if scratch != nil {
+		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(scratch, ScratchDir)
 	}
 	return cfg
 }

@@ -225,6 +225,14 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 		v.addSyscall("setpgid", false, syscall.SYS_SETPGID, 0, 0)
 	}
 	if v.parentMaps {
+		if v.attr.Pdeathsig != 0 {
+			// The parent is not suspended here: should the server die
+			// before it writes the maps, the child must not wait for
+			// them for ever, holding the server's descriptors (its
+			// listening socket, its stderr). setuid below clears this,
+			// so it is set again after.
+			v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
+		}
 		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{uintptr(unsafe.Pointer(&v.prog.goAhead))}})
 	}
 	if c := v.attr.Credential; c != nil {
@@ -235,9 +243,10 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 		v.addSyscall("setuid", false, syscall.SYS_SETUID, uintptr(c.Uid))
 	}
 	if v.attr.Pdeathsig != 0 {
-		// The parent thread is suspended in clone until execve, so it can
-		// only die with the whole server before this step; then the
-		// worker's ipc pipes are closed and it exits on reading them.
+		// Without parent maps, the parent thread is suspended in clone
+		// until execve, so it can only die with the whole server before
+		// this step; then the worker's ipc pipes are closed and it exits
+		// on reading them.
 		v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
 	}
 	if cmd.Dir != "" {

@@ -4,9 +4,12 @@ package runtimetest
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 	"capsule/runtimes/provenance"
 )
 
@@ -78,4 +81,21 @@ func CheckProvenance(t *testing.T, get func() (provenance.Runtime, error), compo
 			t.Errorf("component %s not recorded with a version and hash: %+v", name, r.Components)
 		}
 	}
+}
+
+// Listed lists returned files as PATH:SIZE, marked b for bytes and * for
+// truncated, space-separated, for tests to compare.
+func Listed(files []fileset.File) string {
+	parts := make([]string, 0, len(files))
+	for _, f := range files {
+		p := f.Path + ":" + strconv.FormatInt(f.Len(), 10)
+		if f.Binary {
+			p += "b"
+		}
+		if f.Truncated {
+			p += "*"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " ")
 }

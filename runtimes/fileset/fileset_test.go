@@ -1,0 +1,264 @@
+package fileset
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCheckPath(t *testing.T) {
+	tests := []struct {
+		path string
+		rule string // "" for a valid path
+	}{
+		{"data.csv", ""},
+		{"in/a.json", ""},
+		{"a b/ü.txt", ""},
+		{"a/b/c/d/e/f/g/h", ""},
+		{strings.Repeat("x", 255), ""},
+		{".hidden", ""},
+		{"", "empty"},
+		{"/etc/passwd", "absolute"},
+		{"../x", `".."`},
+		{"a/../../x", `".."`},
+		{"a/..", `".."`},
+		{"a\x00b", "NUL"},
+		{"a\nb", "control character"},
+		{"a\x7fb", "control character"},
+		{strings.Repeat("x", 256), "256 bytes, longer than 255"},
+		{"a/b/c/d/e/f/g/h/i", "9 levels, more than 8"},
+		{"a//b", "empty or"},
+		{"a/", "empty or"},
+		{"./a", "empty or"},
+		{"a/./b", "empty or"},
+		{"\xff.txt", "UTF-8"},
+	}
+	for _, tt := range tests {
+		err := CheckPath(tt.path)
+		if tt.rule == "" {
+			if err != nil {
+				t.Errorf("CheckPath(%q) = %v, want nil", tt.path, err)
+			}
+			continue
+		}
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Path != tt.path || !strings.Contains(err.Error(), tt.rule) {
+			t.Errorf("CheckPath(%q) = %v, want a PathError naming %q", tt.path, err, tt.rule)
+		}
+	}
+}
+
+func TestCheckCollisions(t *testing.T) {
+	tests := []struct {
+		paths []string
+		bad   string // the path the error names, "" for none
+		rule  string
+	}{
+		{[]string{"a", "b", "c/d", "c/e"}, "", ""},
+		{[]string{"a", "a/b"}, "a/b", `inside "a", which is a file`},
+		{[]string{"a/b/c", "a/b"}, "a/b/c", `inside "a/b"`}, // sorted first
+		{[]string{"a", "A"}, "", ""},                        // the scratch directory is case-sensitive
+		{[]string{"a-b", "a", "a/b"}, "a/b", "inside"},
+		{[]string{"outputs/x.csv"}, "outputs/x.csv", "outputs/"},
+		{[]string{"outputs"}, "outputs", "outputs/"},
+		{[]string{"outputs.csv", "my/outputs/x"}, "", ""},
+	}
+	for _, tt := range tests {
+		var files []File
+		for _, p := range tt.paths {
+			files = append(files, File{Path: p})
+		}
+		err := Check(files)
+		if tt.bad == "" {
+			if err != nil {
+				t.Errorf("Check(%q) = %v, want nil", tt.paths, err)
+			}
+			continue
+		}
+		var pe *PathError
+		if !errors.As(err, &pe) || pe.Path != tt.bad || !strings.Contains(pe.Rule, tt.rule) {
+			t.Errorf("Check(%q) = %v, want the path %q and %q", tt.paths, err, tt.bad, tt.rule)
+		}
+	}
+	if err := Check([]File{{Path: "x"}, {Path: "x"}}); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("a path given twice: %v", err)
+	}
+}
+
+func TestFromArgument(t *testing.T) {
+	tests := []struct {
+		json  string
+		want  []File
+		error string
+	}{
+		{json: `{}`, want: []File{}},
+		{json: `{"b.txt": "hi", "a.bin": {"base64": "AAEC/w=="}}`,
+			want: []File{{Path: "a.bin", Data: []byte{0, 1, 2, 255}, Binary: true}, {Path: "b.txt", Data: []byte("hi")}}},
+		{json: `{"a": {"base64": "AAEC/w"}}`, want: []File{{Path: "a", Data: []byte{0, 1, 2, 255}, Binary: true}}},
+		{json: `{"a": {"base64": "AAEC\n/w==\n"}}`, want: []File{{Path: "a", Data: []byte{0, 1, 2, 255}, Binary: true}}},
+		{json: `{"a": {"base64": ""}}`, want: []File{{Path: "a", Data: []byte{}, Binary: true}}},
+		{json: `[]`, error: `argument "files" must be an object`},
+		{json: `{"a": 1}`, error: `file "a": the content must be a string`},
+		{json: `{"a": {"base64": 1}}`, error: `file "a": the content must be a string`},
+		{json: `{"a": {"base64": "AA==", "x": 1}}`, error: `file "a": the content must be a string`},
+		{json: `{"a": {"text": "x"}}`, error: `file "a": the content must be a string`},
+		{json: `{"a": {"base64": "AA*A"}}`, error: `file "a": the content is not valid base64 (standard alphabet A-Z a-z 0-9 + /): bad input at byte 2`},
+		{json: `{"a": {"base64": "AA-_"}}`, error: `not valid base64`},
+		{json: `{"a": {"base64": "A"}}`, error: `not valid base64`},
+		{json: `{"../a": "x"}`, error: `file "../a": the path contains ".."`},
+		{json: `{"/a": "x"}`, error: `absolute`},
+	}
+	for _, tt := range tests {
+		var v any
+		if err := json.Unmarshal([]byte(tt.json), &v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := FromArgument(v)
+		if tt.error != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.error) {
+				t.Errorf("FromArgument(%s) = %v, want an error containing %q", tt.json, err, tt.error)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("FromArgument(%s): %v", tt.json, err)
+			continue
+		}
+		if len(got) != len(tt.want) {
+			t.Errorf("FromArgument(%s) = %+v, want %+v", tt.json, got, tt.want)
+			continue
+		}
+		for i := range got {
+			g, w := got[i], tt.want[i]
+			if g.Path != w.Path || string(g.Data) != string(w.Data) || g.Binary != w.Binary {
+				t.Errorf("FromArgument(%s)[%d] = %+v, want %+v", tt.json, i, g, w)
+			}
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	ordered := []string{"A", "a", "a/b", "a/b/c", "a/c", "a-b", "a.txt", "b"}
+	for i, a := range ordered {
+		for j, b := range ordered {
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got := Compare(a, b); got != want {
+				t.Errorf("Compare(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n....")
+	tests := []struct {
+		path string
+		data []byte
+		want Kind
+	}{
+		{"a.csv", []byte("x,y\n1,2\n"), Kind{MIME: "text/csv", Text: true}},
+		{"a.CSV", []byte("x"), Kind{MIME: "text/csv", Text: true}},
+		{"a.csv", []byte("caf\xe9"), Kind{MIME: "text/csv"}}, // Latin-1: sent as a blob
+		{"chart.png", png, Kind{MIME: "image/png", Image: true}},
+		{"chart.dat", png, Kind{MIME: "image/png", Image: true}},
+		{"x.jpg", []byte("\xff\xd8\xff\xe0"), Kind{MIME: "image/jpeg", Image: true}},
+		{"x.gif", []byte("GIF89a..."), Kind{MIME: "image/gif", Image: true}},
+		{"x.webp", []byte("RIFF\x00\x00\x00\x00WEBPVP8 "), Kind{MIME: "image/webp", Image: true}},
+		{"fake.png", []byte("not a png"), Kind{MIME: "image/png"}},
+		{"d.svg", []byte("<svg/>"), Kind{MIME: "image/svg+xml", Text: true}},
+		{"report.pdf", []byte("%PDF-1.4"), Kind{MIME: "application/pdf"}},
+		{"noext", []byte("hello"), Kind{MIME: "application/octet-stream"}},
+		{"dir.d/noext", []byte("hello"), Kind{MIME: "application/octet-stream"}},
+		{"x.yaml", []byte("a: 1"), Kind{MIME: "application/yaml", Text: true}},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.path, tt.data); got != tt.want {
+			t.Errorf("Classify(%q, %q) = %+v, want %+v", tt.path, tt.data, got, tt.want)
+		}
+	}
+}
+
+func TestPicker(t *testing.T) {
+	p := NewPicker(Limits{MaxBytes: 10, MaxFiles: 3})
+	type pick struct{ send, list bool }
+	var got []pick
+	for _, size := range []int64{4, 8, 6, 0, 0, -1} {
+		s, l := p.Pick(size)
+		got = append(got, pick{s, l})
+	}
+	want := []pick{{true, true}, {false, true}, {true, true}, {true, true}, {false, true}, {false, false}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("picks %v, want %v", got, want)
+		}
+	}
+	p = NewPicker(Limits{MaxBytes: 1 << 30, MaxFiles: 1 << 20})
+	for i := range MaxListed {
+		if s, l := p.Pick(1); !s || !l {
+			t.Fatalf("file %d not sent", i)
+		}
+	}
+	if s, l := p.Pick(1); s || l {
+		t.Fatalf("file %d listed, beyond MaxListed", MaxListed)
+	}
+}
+
+func FuzzFromArgument(f *testing.F) {
+	for _, s := range []string{`{"a.csv": "x"}`, `{"a": {"base64": "AAEC"}}`, `{"a/b": "", "a": "x"}`, `{"../x": 1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return
+		}
+		files, err := FromArgument(v)
+		if err != nil {
+			return
+		}
+		c := PathSet{}
+		for i, f := range files {
+			if CheckPath(f.Path) != nil || c.Add(f.Path) != nil {
+				t.Fatalf("accepted %q", f.Path)
+			}
+			if i > 0 && Compare(files[i-1].Path, f.Path) >= 0 {
+				t.Fatalf("not sorted: %q before %q", files[i-1].Path, f.Path)
+			}
+		}
+	})
+}
+
+func TestCollector(t *testing.T) {
+	c := NewCollector(Limits{MaxBytes: 6, MaxFiles: 10})
+	reads := 0
+	read := func(s string) func() ([]byte, error) {
+		return func() ([]byte, error) { reads++; return []byte(s), nil }
+	}
+	c.Add("a", 3, false, read("abc"))
+	c.Add("a/b", 1, false, read("x"))    // inside a file
+	c.Add("big", 9, true, read("never")) // over the bytes: listed, not read
+	c.Add("c", 2, false, read("cd"))
+	c.Add("d", 1, false, func() ([]byte, error) { return nil, errors.New("gone") })
+	for i := range 10 {
+		c.Add("../"+strconv.Itoa(i), 1, false, read("x"))
+	}
+	var got []string
+	for _, f := range c.Files {
+		got = append(got, f.Path+"="+string(f.Data))
+	}
+	if strings.Join(got, " ") != "a=abc big= c=cd" || !c.Files[1].Truncated || c.Files[1].Size != 9 || reads != 2 {
+		t.Fatalf("files %q, %d reads", got, reads)
+	}
+	err := c.Err()
+	if err == nil || !strings.Contains(err.Error(), `file "a/b": the path is inside "a"`) || !strings.Contains(err.Error(), `file "d" could not be read: gone`) ||
+		!strings.HasSuffix(err.Error(), "; and 4 more") {
+		t.Fatalf("error %v", err)
+	}
+}

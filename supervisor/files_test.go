@@ -1,0 +1,221 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"capsule/ipc"
+	"capsule/runtimes"
+	"capsule/runtimes/fileset"
+)
+
+func sendFiles(files ...fileset.File) func(*ipc.Writer) error {
+	return func(w *ipc.Writer) error { return w.WriteFiles(files) }
+}
+
+func rawFrame(t ipc.Type, payload string) func(*ipc.Writer) error {
+	return func(w *ipc.Writer) error { return w.WriteFrame(t, []byte(payload)) }
+}
+
+var testFilesLimits = fileset.Limits{MaxBytes: 100, MaxFiles: 3}
+
+// collectFiles reads frames as run does, with the test limits.
+func collectFiles(t testing.TB, fs ...func(*ipc.Writer) error) (*Answer, error) {
+	c := newCollector(1 << 10)
+	c.files = newFileCollector(testFilesLimits)
+	d, err := c.read(frames(t, fs...))
+	return c.answer(d, err), err
+}
+
+func TestReturnedFiles(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nrest")
+	a, err := collectFiles(t, out("hi\n"), sendFiles(
+		fileset.File{Path: "a b/summary.csv", Data: []byte("x,y\n")},
+		fileset.File{Path: "chart.png", Data: png},
+		fileset.File{Path: "data.bin", Data: []byte{0, 1}},
+		fileset.File{Path: "latin1.csv", Truncated: true, Size: 1000},
+	), done(ipc.Done{Result: json.RawMessage("1")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FileInfo{
+		{Path: "a b/summary.csv", Size: 4, MIMEType: "text/csv"},
+		{Path: "chart.png", Size: int64(len(png)), MIMEType: "image/png"},
+		{Path: "data.bin", Size: 2, MIMEType: "application/octet-stream"},
+		{Path: "latin1.csv", Size: 1000, MIMEType: "text/csv", Truncated: true},
+	}
+	if len(a.Files) != len(want) {
+		t.Fatalf("files %+v", a.Files)
+	}
+	for i := range want {
+		if a.Files[i] != want[i] {
+			t.Errorf("file %d: %+v, want %+v", i, a.Files[i], want[i])
+		}
+	}
+	if a.Limit == nil || *a.Limit != runtimes.LimitFilesOut || a.Error == nil ||
+		!strings.Contains(a.Error.Message, "files_out: 1 files were not sent, over the limit of 100B and 3 files per call") {
+		t.Errorf("limit %v, error %+v", a.Limit, a.Error)
+	}
+	if !strings.Contains(a.Text(), "[files]\na b/summary.csv (text/csv, 4 bytes)\n") ||
+		!strings.Contains(a.Text(), "latin1.csv (text/csv, 1000 bytes): not sent, over the files_out limit") {
+		t.Errorf("text %q", a.Text())
+	}
+	contents := a.FileContents()
+	if len(contents) != 3 {
+		t.Fatalf("%d contents", len(contents))
+	}
+	text, ok := contents[0].(mcp.EmbeddedResource).Resource.(mcp.TextResourceContents)
+	if !ok || text.URI != "file:///tmp/outputs/a%20b/summary.csv" || text.Text != "x,y\n" || text.MIMEType != "text/csv" {
+		t.Errorf("text resource %+v", contents[0])
+	}
+	if img, ok := contents[1].(mcp.ImageContent); !ok || img.MIMEType != "image/png" || img.Data != "iVBORw0KGgpyZXN0" {
+		t.Errorf("image %+v", contents[1])
+	}
+	blob, ok := contents[2].(mcp.EmbeddedResource).Resource.(mcp.BlobResourceContents)
+	if !ok || blob.Blob != "AAE=" || blob.URI != "file:///tmp/outputs/data.bin" {
+		t.Errorf("blob %+v", contents[2])
+	}
+	b, err := json.Marshal(a)
+	if err != nil || !bytes.Contains(b, []byte(`"files":[{"path":"a b/summary.csv","size":4,"mime_type":"text/csv"}`)) {
+		t.Errorf("structured %s", b)
+	}
+	// No files, no "files" field.
+	a, _ = collectFiles(t, done(ipc.Done{}))
+	if b, _ := json.Marshal(a); bytes.Contains(b, []byte(`"files"`)) || strings.Contains(a.Text(), "[files]") {
+		t.Errorf("answer without files: %s, %q", b, a.Text())
+	}
+}
+
+// TestReturnedFilesRefused checks that what a hostile worker might send
+// ends the call as a bad frame, with no file in the answer.
+func TestReturnedFilesRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		frames []func(*ipc.Writer) error
+		want   string
+	}{
+		{"over the bytes", []func(*ipc.Writer) error{sendFiles(fileset.File{Path: "a", Data: make([]byte, 101)})}, "over the limits"},
+		{"a bad path", []func(*ipc.Writer) error{rawFrame(ipc.TypeFile, `{"path":"../a","size":0}`)}, `".."`},
+		{"short", []func(*ipc.Writer) error{rawFrame(ipc.TypeFile, `{"path":"a","size":5}`), rawFrame(ipc.TypeFileData, "x"), done(ipc.Done{})}, "4 bytes short"},
+		{"unlisted without reason", []func(*ipc.Writer) error{sendFiles(fileset.File{Path: "a", Data: []byte("x")}), done(ipc.Done{FilesUnlisted: 3})}, "only 1 were listed"},
+		{"negative unlisted", []func(*ipc.Writer) error{done(ipc.Done{FilesUnlisted: -1})}, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := collectFiles(t, tt.frames...)
+			if err == nil || !strings.Contains(err.Error(), "bad frame") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want a bad frame naming %q", err, tt.want)
+			}
+			if len(a.Files) != 0 || len(a.FileContents()) != 0 || a.Error == nil || a.Error.Type != "WorkerError" {
+				t.Fatalf("answer %+v", a)
+			}
+		})
+	}
+	// A collector that expects no file refuses file frames.
+	c := newCollector(100)
+	if _, err := c.read(frames(t, sendFiles(fileset.File{Path: "a", Data: []byte("x")}))); err == nil || !strings.Contains(err.Error(), "unexpected file frame") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestParseArgumentsFiles(t *testing.T) {
+	tests := []struct {
+		args string
+		err  string
+	}{
+		{`{"code":"1","files":{"a.csv":"x","b":{"base64":"AA=="}}}`, ""},
+		{`{"code":"1","files":{}}`, ""},
+		{`{"code":"1","files":[]}`, `argument "files" must be an object`},
+		{`{"code":"1","files":{"/etc/passwd":"x"}}`, `file "/etc/passwd": the path is absolute`},
+		{`{"code":"1","files":{"a/../../b":"x"}}`, `file "a/../../b": the path contains ".."`},
+		{`{"code":"1","files":{"a\u0000b":"x"}}`, `file "a\x00b": the path contains a NUL byte`},
+		{`{"code":"1","files":{"a":"x","a/b":"y"}}`, `file "a/b": the path is inside "a", which is a file`},
+		{`{"code":"1","files":{"1/2/3/4/5/6/7/8/9":"x"}}`, "the path has 9 levels, more than 8"},
+		{`{"code":"1","files":{"outputs/a":"x"}}`, "the path is in outputs/"},
+		{`{"code":"1","files":{"a":{"base64":"!!"}}}`, `file "a": the content is not valid base64`},
+		{`{"code":"1","files":{"a":3}}`, `file "a": the content must be a string (UTF-8 text) or {"base64": "..."} (bytes), got a number`},
+	}
+	for _, tt := range tests {
+		args, err := ParseArguments(json.RawMessage(tt.args))
+		if tt.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: err %v, want %q (files %+v)", tt.args, err, tt.err, args.Files)
+		}
+	}
+	long := `{"code":"1","files":{"` + strings.Repeat("x", 256) + `":"x"}}`
+	if _, err := ParseArguments(json.RawMessage(long)); err == nil || !strings.Contains(err.Error(), "256 bytes, longer than 255") {
+		t.Errorf("a long path: %v", err)
+	}
+}
+
+func TestCheckFiles(t *testing.T) {
+	s := &Supervisor{cfg: DefaultConfig()}
+	s.cfg.Limits.MaxFilesIn, s.cfg.Limits.Scratch = 10, 5
+	file := func(n int) []fileset.File { return []fileset.File{{Path: "a", Data: make([]byte, n)}} }
+	tests := []struct {
+		lang  string
+		files []fileset.File
+		limit string
+		msg   string
+	}{
+		{runtimes.Python, file(5), "", ""},
+		{runtimes.Python, file(11), runtimes.LimitFilesIn, "files_in: the files passed in are 11 bytes in all, over the 10B limit"},
+		{runtimes.Python, file(6), runtimes.LimitScratch, "scratch: the files passed in are 6 bytes, over the 5B of a Python call's /tmp"},
+		{runtimes.JavaScript, file(6), "", ""},
+		{runtimes.JavaScript, []fileset.File{{Path: "a"}, {Path: "a"}}, "", `file "a": the path is given twice`},
+	}
+	for _, tt := range tests {
+		a := s.checkFiles(Request{Language: tt.lang, Files: tt.files})
+		switch {
+		case tt.msg == "" && a != nil:
+			t.Errorf("%s, %d bytes: refused: %+v", tt.lang, fileset.TotalLen(tt.files), a.Error)
+		case tt.msg != "" && (a == nil || !strings.Contains(a.Error.Message, tt.msg)):
+			t.Errorf("%s, %d bytes: %+v, want %q", tt.lang, fileset.TotalLen(tt.files), a, tt.msg)
+		case tt.limit != "" && (a.Limit == nil || *a.Limit != tt.limit):
+			t.Errorf("%s: limit %v, want %s", tt.lang, a.Limit, tt.limit)
+		}
+	}
+	s.cfg.Limits.Scratch = 0
+	if a := s.checkFiles(Request{Language: runtimes.Python, Files: file(1)}); a == nil || !strings.Contains(a.Error.Message, "--scratch 0") {
+		t.Errorf("no scratch: %+v", a)
+	}
+}
+
+// FuzzReturnedFiles feeds arbitrary frames, as a hostile worker would, to
+// the supervisor's collector: it may refuse them, never panic, and an
+// answer it builds keeps the limits and encodes as JSON.
+func FuzzReturnedFiles(f *testing.F) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf)
+	_ = w.WriteFiles([]fileset.File{{Path: "a.csv", Data: []byte("x,y\n")}, {Path: "b.png", Data: []byte("\x89PNG\r\n\x1a\n")}, {Path: "c", Truncated: true, Size: 9}})
+	_ = w.WriteJSON(ipc.TypeDone, ipc.Done{})
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := newCollector(64)
+		c.files = newFileCollector(testFilesLimits)
+		d, err := c.read(ipc.NewReader(bytes.NewReader(data), 1<<10))
+		a := c.answer(d, err)
+		sent, total := 0, int64(0)
+		for _, f := range a.returned.files {
+			if !f.Truncated {
+				sent++
+				total += int64(len(f.Data))
+			}
+		}
+		if sent > testFilesLimits.MaxFiles || total > testFilesLimits.MaxBytes {
+			t.Fatalf("%d files of %d bytes sent", sent, total)
+		}
+		if _, err := json.Marshal(mcp.CallToolResult{Content: a.FileContents(), StructuredContent: a}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package supervisor
+
+import (
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"capsule/runtimes"
+	"capsule/runtimes/fileset"
+)
+
+// filesSchema is the output schema of Answer.Files.
+const filesSchema = `"type": "array",
+      "description": "The files the code returned, in path order; present only when there are some. Those sent follow the text content: PNG, JPEG, GIF and WebP images as image content, other files as embedded resources at file:///tmp/outputs/PATH.",
+      "items": {
+        "type": "object",
+        "properties": {
+          "path": {"type": "string", "description": "Relative to /tmp/outputs (JavaScript: the key in outputs)."},
+          "size": {"type": "integer", "description": "In bytes."},
+          "mime_type": {"type": "string"},
+          "truncated": {"type": "boolean", "description": "True when the file is over the files_out limit: listed, not sent."}
+        },
+        "required": ["path", "size", "mime_type"]
+      }`
+
+// filesArgument is the tools' `files` parameter.
+func (s *Supervisor) filesArgument(l language) mcp.ToolOption {
+	where := "written into /tmp, the working directory, before the code runs (subdirectories are made)"
+	if l.name == runtimes.JavaScript {
+		where = "given to the code as the frozen global `files`: path → string, or Uint8Array for base64 content"
+	}
+	return mcp.WithObject("files",
+		mcp.Description(fmt.Sprintf("Files to pass in: an object mapping a relative path (such as \"data.csv\" or \"in/a.json\"; "+
+			"no \"..\", at most %d bytes and %d levels, not under outputs/) to its content, a string of UTF-8 text or "+
+			"{\"base64\": \"...\"} for bytes; %s. At most %s in all.",
+			fileset.MaxPathBytes, fileset.MaxDepth, where, s.cfg.Limits.MaxFilesIn)),
+		mcp.AdditionalProperties(map[string]any{
+			"anyOf": []any{
+				map[string]any{"type": "string"},
+				map[string]any{
+					"type":                 "object",
+					"properties":           map[string]any{"base64": map[string]any{"type": "string"}},
+					"required":             []string{"base64"},
+					"additionalProperties": false,
+				},
+			},
+		}))
+}
+
+// filesAbout says in the tool description how files go in and come back,
+// with an example an agent can copy.
+func (s *Supervisor) filesAbout(l language) string {
+	lim := s.cfg.Limits
+	out := fmt.Sprintf("they come back after the text, even after an error or a timeout: PNG, JPEG, GIF and WebP "+
+		"as images, other files as resources (text for csv, tsv, json, txt, md, html, svg, xml, yaml), at most %s and %d "+
+		"files per call (beyond that they are listed as truncated). ", lim.MaxFilesOut, lim.MaxFilesOutCount)
+	if l.name == runtimes.JavaScript {
+		return "Files: `files` passes files in (see its description), which the code reads from the global `files`. " +
+			"To return files, set entries of the global `outputs` object to a string or a Uint8Array; " + out +
+			"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
+			"`const t = {}; for (const l of files['sales.csv'].trim().split('\\n').slice(1)) { const [r, a] = l.split(','); " +
+			"t[r] = (t[r] || 0) + Number(a); } outputs['summary.csv'] = 'region,total\\n' + " +
+			"Object.entries(t).map(e => e.join(',')).join('\\n') + '\\n';`"
+	}
+	if lim.Scratch == 0 {
+		return "Files cannot be passed in or returned: this server gives Python no writable directory."
+	}
+	return "Files: `files` passes files in (see its description); the code opens them by relative path. " +
+		"Whatever the code leaves in /tmp/outputs/ (it exists, empty) is returned; " + out +
+		"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
+		"`import csv, collections\\nt = collections.Counter()\\nfor r in csv.DictReader(open('sales.csv')):\\n" +
+		"    t[r['region']] += float(r['amount'])\\nwith open('outputs/summary.csv', 'w', newline='') as f:\\n" +
+		"    csv.writer(f).writerows([('region', 'total'), *sorted(t.items())])`"
+}
