@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"capsule/ipc"
+	"capsule/supervisor/snapcache"
 )
 
 // stderrTail is how much of a worker's own stderr is kept for the log: the
@@ -55,8 +56,11 @@ type process struct {
 // It starts from the language's interpreter snapshot, which the first call
 // makes (and waits for).
 func (s *Supervisor) startProcess(language string) (*process, error) {
-	image, code, key := s.snapshots.get(language)
-	return s.spawnWorker(language, ipc.ModeRun, key, image, code)
+	snap := s.snapshots.Get(snapcache.Name{Language: language})
+	if snap == nil {
+		return s.spawnWorker(language, ipc.ModeRun, "", nil, nil)
+	}
+	return s.spawnWorker(language, ipc.ModeRun, snap.Key, snap.Image, snap.Code)
 }
 
 // spawnWorker starts a worker in mode. image and code, when not nil, become
@@ -81,13 +85,13 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		fromW.Close()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
-	// fds 3 and 4, fdCacheDir, ipc.SnapshotFD and ipc.ImageFD; a nil
+	// fds 3 and 4, snapcache.FD, ipc.SnapshotFD and ipc.ImageFD; a nil
 	// entry is closed in the child.
 	files := []*os.File{toR, fromW, nil, nil, nil}
 	cacheDir := ""
 	if s.cacheDir != nil {
-		files[fdCacheDir-3] = s.cacheDir
-		cacheDir = workerCacheDir
+		files[snapcache.FD-3] = s.cacheDir
+		cacheDir = snapcache.WorkerPath
 	}
 	if image != nil && code != nil {
 		files[ipc.SnapshotFD-3] = image

@@ -24,6 +24,7 @@ import (
 	"capsule/runtimes"
 	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
+	"capsule/supervisor/snapcache"
 	"capsule/worker/lockdown"
 )
 
@@ -46,7 +47,7 @@ type Supervisor struct {
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
 	// snapshots holds each language's interpreter snapshot.
-	snapshots *snapshots
+	snapshots *snapcache.Cache
 	// waiting counts calls queued for a slot, against MaxQueue.
 	waiting atomic.Int64
 	// mu guards running, draining and drained, which let Shutdown wait
@@ -64,7 +65,7 @@ type Supervisor struct {
 	// cgroupState says which and why.
 	cgroups     *cgroups
 	cgroupState CgroupState
-	// cacheDir is the compilation cache every worker gets as fdCacheDir,
+	// cacheDir is the compilation cache every worker gets as snapcache.FD,
 	// or nil.
 	cacheDir *os.File
 	// pythonPackages names what --python-path offers, for the tool
@@ -90,7 +91,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	}
 	var cacheDir *os.File
 	if cfg.CacheDir != "" {
-		if cacheDir, err = openCacheDir(cfg.CacheDir, cfg.Isolation); err != nil {
+		uid, gid := workerHostIDs(cfg.Isolation)
+		if cacheDir, err = snapcache.OpenWorkerDir(cfg.CacheDir, uid, gid); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +108,12 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		drained:        make(chan struct{}),
 		cacheDir:       cacheDir,
 	}
-	s.snapshots = newSnapshots(s)
+	s.snapshots = snapcache.New(snapcache.Options{
+		Dir:  cfg.CacheDir,
+		Key:  s.snapshotKey,
+		Make: s.makeSnapshot,
+		Log:  log,
+	})
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	if dir, err := ownCgroup(); err != nil {
 		s.cgroupState = CgroupState{Reason: err.Error()}
@@ -203,7 +210,7 @@ func (s *Supervisor) Close() {
 	}
 	s.reaping.Wait()
 	s.spawner.Close()
-	s.snapshots.close()
+	s.snapshots.Close()
 	if s.cacheDir != nil {
 		s.cacheDir.Close()
 	}
@@ -238,15 +245,20 @@ const LayerHostIDs = "worker_host_ids"
 // a missing hardening layer when that is root: outside its namespace the
 // worker would then own every root file the kernel lets it reach.
 func WorkerHostIDs(opts isolation.Options) lockdown.Layer {
-	_, iso := isolation.SysProcAttr(opts)
-	userNS, _ := iso.Layer(isolation.LayerUserNS)
-	uid, gid := opts.HostIDs(userNS.Active)
+	uid, gid := workerHostIDs(opts)
 	l := lockdown.Layer{Name: LayerHostIDs, Active: uid != 0 && gid != 0,
 		Reason: fmt.Sprintf("workers run as host uid %d gid %d", uid, gid)}
 	if !l.Active {
 		l.Reason += ": host root; set --worker-host-uid and --worker-host-gid to an unprivileged pair"
 	}
 	return l
+}
+
+// workerHostIDs are the host uid and gid workers run as.
+func workerHostIDs(opts isolation.Options) (uid, gid int) {
+	_, iso := isolation.SysProcAttr(opts)
+	userNS, _ := iso.Layer(isolation.LayerUserNS)
+	return opts.HostIDs(userNS.Active)
 }
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {

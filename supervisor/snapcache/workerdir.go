@@ -1,4 +1,4 @@
-package supervisor
+package snapcache
 
 import (
 	"fmt"
@@ -6,16 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"capsule/supervisor/isolation"
 )
 
-// fdCacheDir is the worker's descriptor of the compilation cache
+// FD is the worker's descriptor of the compilation cache
 // directory: after the ipc pipes on 3 and 4.
-const fdCacheDir = 5
+const FD = 5
 
-// openCacheDir prepares the compilation cache for workers and returns a
-// descriptor of it, which every worker gets as fdCacheDir and reaches as
+// OpenWorkerDir prepares the compilation cache for workers and returns a
+// descriptor of it, which every worker gets as FD and reaches as
 // /proc/self/fd/5. Through that magic link a worker needs no search
 // permission on the directories above the cache: a worker mapped to an unprivileged host
 // uid uses a cache under root's home without anyone else of that uid
@@ -25,11 +23,9 @@ const fdCacheDir = 5
 //
 // Workers of another host uid get a cache of their own below dir, named
 // for the uid: what they write is never loaded by workers of the
-// supervisor's own uid, and the rest of dir keeps its owner.
-func openCacheDir(dir string, opts isolation.Options) (*os.File, error) {
-	_, iso := isolation.SysProcAttr(opts)
-	userNS, _ := iso.Layer(isolation.LayerUserNS)
-	uid, gid := opts.HostIDs(userNS.Active)
+// supervisor's own uid, and the rest of dir keeps its owner. uid and gid
+// are the workers' host ids.
+func OpenWorkerDir(dir string, uid, gid int) (*os.File, error) {
 	foreign := uid != os.Geteuid() || gid != os.Getegid()
 	if foreign {
 		dir = filepath.Join(dir, fmt.Sprintf("uid-%d-gid-%d", uid, gid))
@@ -55,5 +51,5 @@ func openCacheDir(dir string, opts isolation.Options) (*os.File, error) {
 	return f, nil
 }
 
-// workerCacheDir is the cache directory as a worker names it.
-var workerCacheDir = "/proc/self/fd/" + strconv.Itoa(fdCacheDir)
+// WorkerPath is the cache directory as a worker names it.
+var WorkerPath = "/proc/self/fd/" + strconv.Itoa(FD)
