@@ -12,6 +12,47 @@ import (
 	"capsule/worker"
 )
 
+// openCache opens the snapshot cache and the workers' compilation cache
+// in its directory. An unsafe directory is a configuration error.
+func (s *Supervisor) openCache() error {
+	var err error
+	s.snapshots, err = snapcache.Open(snapcache.Options{
+		Dir:      s.cfg.CacheDir,
+		Root:     userCacheRoot(),
+		Key:      s.snapshotKey,
+		MaxBytes: int64(s.cfg.Limits.Memory) + maxImageOverhead,
+		Make:     s.makeSnapshot,
+		Log:      s.log,
+	})
+	if errors.Is(err, snapcache.ErrUnsafeDir) {
+		return fmt.Errorf("%w: %w; fix it, or point XDG_CACHE_HOME elsewhere", ErrConfig, err)
+	}
+	if err != nil {
+		return err
+	}
+	uid, gid := workerHostIDs(s.cfg.Isolation)
+	if s.cacheDir, err = s.snapshots.WorkerDir(uid, gid); err != nil {
+		s.snapshots.Close()
+		return err
+	}
+	return nil
+}
+
+// maxImageOverhead bounds a stored file beyond the memory limit: an
+// interpreter snapshot holds at most the guest's memory and a header, a
+// compiled image the module's machine code (tens of megabytes).
+const maxImageOverhead = 512 << 20
+
+// userCacheRoot is the user's cache root, or "" when it has none.
+func userCacheRoot() string {
+	root, _ := os.UserCacheDir()
+	return root
+}
+
+// CacheStatus says which cache directory the server uses and how much it
+// holds; `capsule doctor` shows it.
+func (s *Supervisor) CacheStatus() snapcache.Status { return s.snapshots.Status() }
+
 // snapshotKey is the part of a snapshot's key the supervisor knows: the
 // interpreter, the memory limit and, for Python, --python-path's packages,
 // which the snapshot's import state holds.

@@ -87,14 +87,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	}
 	packages, packagesDigest, err := checkPythonPath(&cfg)
 	if err != nil {
-		return nil, err
-	}
-	var cacheDir *os.File
-	if cfg.CacheDir != "" {
-		uid, gid := workerHostIDs(cfg.Isolation)
-		if cacheDir, err = snapcache.OpenWorkerDir(cfg.CacheDir, uid, gid); err != nil {
-			return nil, err
-		}
+		// Every Python call would fail on it.
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Supervisor{
 		pythonPackages: packages,
@@ -106,14 +100,10 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		spawner:        isolation.NewSpawner(),
 		pools:          map[string]*pool{},
 		drained:        make(chan struct{}),
-		cacheDir:       cacheDir,
 	}
-	s.snapshots = snapcache.New(snapcache.Options{
-		Dir:  cfg.CacheDir,
-		Key:  s.snapshotKey,
-		Make: s.makeSnapshot,
-		Log:  log,
-	})
+	if err := s.openCache(); err != nil {
+		return nil, err
+	}
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	if dir, err := ownCgroup(); err != nil {
 		s.cgroupState = CgroupState{Reason: err.Error()}

@@ -14,10 +14,11 @@ package snapcache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -57,10 +58,16 @@ type Options struct {
 	// Dir is the cache directory; empty keeps nothing on disk (every
 	// start makes the snapshots again).
 	Dir string
+	// Root is the user's cache root above Dir (os.UserCacheDir): Dir
+	// and every directory between Root and it are checked. When Dir is
+	// not below Root, only Dir itself is.
+	Root string
 	// Key returns the part of an entry's key that the supervisor knows:
 	// the interpreter's identity, the limits it was made for, the
 	// packages it imports. The cache adds the binary's build and the CPU.
 	Key func(Name) (string, error)
+	// MaxBytes bounds each stored file: a larger one is refused unread.
+	MaxBytes int64
 	// Make runs a snapshot worker.
 	Make Maker
 	// Log receives what the cache refuses or cannot do.
@@ -76,11 +83,20 @@ type Snapshot struct {
 	Key string
 }
 
-// Cache holds the entries made or loaded so far.
+// Cache holds the entries made or loaded so far, and the verified cache
+// directory they are kept in.
 type Cache struct {
 	opts Options
-	mu   sync.Mutex
-	by   map[Name]*entry
+	// dir is the verified cache directory, nil without one; every file
+	// operation is relative to it. private says it is a directory this
+	// server made for itself (removed at Close), fallback why.
+	dir      *os.File
+	private  bool
+	fallback string
+	// key is the MAC key of the stored images.
+	key []byte
+	mu  sync.Mutex
+	by  map[Name]*entry
 }
 
 type entry struct {
@@ -88,9 +104,33 @@ type entry struct {
 	snap *Snapshot
 }
 
-// New returns an empty cache.
-func New(opts Options) *Cache {
-	return &Cache{opts: opts, by: map[Name]*entry{}}
+// Open checks the cache directory (see openDir) and reads or creates its
+// MAC key. An unsafe directory is an error wrapping ErrUnsafeDir, except
+// for root, which falls back to a private directory it creates and logs
+// why: a root server must not load what another user could have written.
+func Open(opts Options) (*Cache, error) {
+	c := &Cache{opts: opts, by: map[Name]*entry{}}
+	if opts.Dir == "" {
+		return c, nil
+	}
+	dir, err := openDir(opts.Root, opts.Dir)
+	if errors.Is(err, ErrUnsafeDir) && os.Geteuid() == 0 {
+		c.fallback = err.Error()
+		if dir, err = privateDir(); err == nil {
+			c.private = true
+			opts.Log.Warn("the cache directory is unsafe: using a private one of this server's, so every start makes the snapshots again",
+				"reason", c.fallback, "dir", dir.Name())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	if c.key, err = loadKey(int(dir.Fd())); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cache directory %s: %w", dir.Name(), err)
+	}
+	return c, nil
 }
 
 // Get returns name's snapshot, loading or making it on the first call;
@@ -120,7 +160,8 @@ func (c *Cache) Get(name Name) *Snapshot {
 	return e.snap
 }
 
-// Close releases the sealed files. Workers that have them keep their own
+// Close releases the sealed files and the directory, and removes a
+// private directory. Workers that have the files keep their own
 // descriptors.
 func (c *Cache) Close() {
 	c.mu.Lock()
@@ -132,51 +173,68 @@ func (c *Cache) Close() {
 			e.snap.Code.Close()
 		}
 	}
+	if c.dir != nil {
+		if c.private {
+			os.RemoveAll(c.dir.Name())
+		}
+		c.dir.Close()
+		c.dir = nil
+	}
 }
 
 // artifacts are the file name prefixes of what a snapshot worker makes: the
 // interpreter snapshot and the compiled image.
 var artifacts = [2]string{"snapshot-", "code-"}
 
+// fullKey is name's whole key: its name, then a hash of the supervisor's
+// part and of the build key, since the compiled code also depends on the
+// compiler (capsule's own build, wazero's patches included) and the CPU.
+// Files are named ARTIFACT + key + ".img"; the dot keeps one name's files
+// apart from another's ("python." is no prefix of "python-sympy.").
+func (c *Cache) fullKey(name Name) (string, error) {
+	if !validName(name.Language) || (name.Variant != "" && !validName(name.Variant)) {
+		return "", fmt.Errorf("invalid snapshot name %q: want lower-case letters, digits and _", name.String())
+	}
+	part, err := c.opts.Key(name)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(part + "\x00" + buildKey()))
+	return name.String() + "." + hex.EncodeToString(h[:16]), nil
+}
+
+func validName(s string) bool {
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // load finds name's snapshot and compiled image in the cache directory,
 // verified, or makes them.
 func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
-	key, err := c.opts.Key(name)
+	key, err := c.fullKey(name)
 	if err != nil {
 		return nil, false, err
 	}
-	// The compiled code also depends on the compiler (capsule's own
-	// build, wazero's patches included) and the CPU.
-	key += "-" + buildKey()
-	dir := c.opts.Dir
 	var files [2]*os.File
-	var paths [2]string
+	var names [2]string
 	for i, a := range artifacts {
-		paths[i] = filepath.Join(dir, a+key+".img")
+		names[i] = a + key + ".img"
 	}
-	if dir != "" {
-		ok := true
-		for i, path := range paths {
-			f, err := readVerified(path)
-			if err != nil {
-				if !errors.Is(err, os.ErrNotExist) {
-					c.opts.Log.Warn("interpreter snapshot refused; making it again", "path", path, "error", err)
-				}
-				ok = false
-				break
-			}
-			files[i] = f
-		}
-		if ok {
+	if c.dir != nil {
+		if files, err = c.read(names); err == nil {
+			c.touch(names[0])
 			return &Snapshot{Image: files[0], Code: files[1], Key: key}, false, nil
 		}
-		for i, path := range paths {
-			if files[i] != nil {
-				files[i].Close()
-				files[i] = nil
-			}
-			_ = os.Remove(path)
-			_ = os.Remove(path + ".sha256")
+		if !errors.Is(err, os.ErrNotExist) {
+			c.opts.Log.Warn("interpreter snapshot refused; making it again", "dir", c.dir.Name(), "error", err)
+		}
+		for _, n := range names {
+			c.remove(n)
+			c.remove(n + macSuffix)
 		}
 	}
 	made2, err := c.make(name, key)
@@ -184,17 +242,36 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 		return nil, false, err
 	}
 	for i, f := range made2 {
-		if dir != "" {
-			if err := storeImage(f, paths[i]); err != nil {
+		if c.dir != nil {
+			if err := storeImage(f, int(c.dir.Fd()), names[i], c.key); err != nil {
 				// It works; only the next start pays for it again.
-				c.opts.Log.Warn("cannot keep the interpreter snapshot in the cache", "path", paths[i], "error", err)
+				c.opts.Log.Warn("cannot keep the interpreter snapshot in the cache", "dir", c.dir.Name(), "error", err)
 			}
 		}
 		if files[i], err = seal(f); err != nil {
 			return nil, false, err
 		}
 	}
+	if c.dir != nil {
+		c.prune(name)
+	}
 	return &Snapshot{Image: files[0], Code: files[1], Key: key}, true, nil
+}
+
+// read reads both stored files of an entry, verified.
+func (c *Cache) read(names [2]string) ([2]*os.File, error) {
+	var files [2]*os.File
+	for i, n := range names {
+		f, err := readVerified(int(c.dir.Fd()), n, c.key, c.opts.MaxBytes)
+		if err != nil {
+			if i == 1 {
+				files[0].Close()
+			}
+			return [2]*os.File{}, err
+		}
+		files[i] = f
+	}
+	return files, nil
 }
 
 // make runs a snapshot worker that writes the snapshot and the compiled

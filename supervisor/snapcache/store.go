@@ -2,34 +2,47 @@ package snapcache
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"crypto/hmac"
 	"fmt"
+	"hash"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// readVerified copies the image at path into a new sealed memfd, checking
-// it against the SHA-256 recorded beside it on the way.
-func readVerified(path string) (*os.File, error) {
-	want, err := os.ReadFile(path + ".sha256")
+// readVerified copies the image name in dirfd into a new sealed memfd,
+// checking it against the size and MAC recorded beside it on the way. The
+// image must be a regular file of at most max bytes.
+func readVerified(dirfd int, name string, key []byte, max int64) (*os.File, error) {
+	rec, err := readSmall(dirfd, name+macSuffix, 256)
 	if err != nil {
 		return nil, err
 	}
-	src, err := os.Open(path)
+	want, sum, err := parseMACRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	src, size, err := openRegular(dirfd, name, max)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
+	if size != want {
+		return nil, fmt.Errorf("%s is %d bytes, not the %d recorded when it was made (corrupt or tampered with)", name, size, want)
+	}
 	f, err := newMemfd("capsule-snapshot")
 	if err != nil {
 		return nil, err
 	}
-	sum, err := copySparse(f, src)
-	if err == nil && sum != strings.TrimSpace(string(want)) {
-		err = fmt.Errorf("its SHA-256 is %s, not the %s recorded when it was made (corrupt or tampered with)", sum, strings.TrimSpace(string(want)))
+	mac := newMAC(key, name, size)
+	n, err := copySparse(f, io.LimitReader(src, size), mac)
+	switch {
+	case err != nil:
+	case n != size:
+		err = fmt.Errorf("%s: read %d bytes of %d", name, n, size)
+	case !hmac.Equal(mac.Sum(nil), sum):
+		err = fmt.Errorf("%s does not match the MAC recorded when it was made (corrupt, tampered with, or made by another capsule)", name)
 	}
 	if err != nil {
 		f.Close()
@@ -38,43 +51,47 @@ func readVerified(path string) (*os.File, error) {
 	return seal(f)
 }
 
-// storeImage writes the image in f to path, with its SHA-256 beside it,
-// each atomically.
-func storeImage(f *os.File, path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".snapshot-*")
+// storeImage writes the image in f to name in dirfd, with its size and MAC
+// beside it, each through a new temporary file renamed into place.
+func storeImage(f *os.File, dirfd int, name string, key []byte) error {
+	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	sum, err := copySparse(tmp, io.NewSectionReader(f, 0, 1<<62))
-	if err == nil {
-		err = tmp.Close()
+	tmp, tmpName, err := createTemp(dirfd)
+	if err != nil {
+		return err
+	}
+	mac := newMAC(key, name, size)
+	_, err = copySparse(tmp, io.NewSectionReader(f, 0, size), mac)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
-		err = writeFileAtomic(path+".sha256", []byte(sum+"\n"))
+		err = unix.Renameat(dirfd, tmpName, dirfd, name)
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+	if err != nil {
+		_ = unix.Unlinkat(dirfd, tmpName, 0)
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
-	return err
+	return writeFile(dirfd, name+macSuffix, macRecord(size, mac.Sum(nil)))
 }
 
 // copySparse copies src to the empty file dst, leaving holes where src has
-// whole zero blocks (most of an image is), and returns the SHA-256 of
-// what it copied.
-func copySparse(dst *os.File, src io.Reader) (string, error) {
+// whole zero blocks (most of an image is), writes what it copied to sum
+// too, and returns how many bytes it copied.
+func copySparse(dst *os.File, src io.Reader, sum hash.Hash) (int64, error) {
 	const block = 64 << 10
-	h := sha256.New()
 	buf := make([]byte, block)
 	zero := make([]byte, block)
 	var off int64
 	for {
 		n, err := io.ReadFull(src, buf)
 		if n > 0 {
-			h.Write(buf[:n])
+			sum.Write(buf[:n])
 			if !bytes.Equal(buf[:n], zero[:n]) {
 				if _, err := dst.WriteAt(buf[:n], off); err != nil {
-					return "", err
+					return off, err
 				}
 			}
 			off += int64(n)
@@ -83,19 +100,8 @@ func copySparse(dst *os.File, src io.Reader) (string, error) {
 			break
 		}
 		if err != nil {
-			return "", err
+			return off, err
 		}
 	}
-	if err := dst.Truncate(off); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return off, dst.Truncate(off)
 }

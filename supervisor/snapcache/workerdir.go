@@ -1,52 +1,62 @@
 package snapcache
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // FD is the worker's descriptor of the compilation cache
 // directory: after the ipc pipes on 3 and 4.
 const FD = 5
 
-// OpenWorkerDir prepares the compilation cache for workers and returns a
-// descriptor of it, which every worker gets as FD and reaches as
-// /proc/self/fd/5. Through that magic link a worker needs no search
-// permission on the directories above the cache: a worker mapped to an unprivileged host
-// uid uses a cache under root's home without anyone else of that uid
-// being able to reach it. When workers run as another
-// host uid than the supervisor, the cache is handed to that uid, since the
-// workers fill it.
+// WorkerDir returns a descriptor of the workers' compilation cache,
+// which every worker gets as FD and reaches as /proc/self/fd/5. Through
+// that magic link a worker needs no search permission on the directories
+// above the cache: a worker mapped to an unprivileged host uid uses a cache
+// under root's home without anyone else of that uid being able to reach
+// it. It returns nil without a cache directory.
 //
-// Workers of another host uid get a cache of their own below dir, named
-// for the uid: what they write is never loaded by workers of the
-// supervisor's own uid, and the rest of dir keeps its owner. uid and gid
-// are the workers' host ids.
-func OpenWorkerDir(dir string, uid, gid int) (*os.File, error) {
-	foreign := uid != os.Geteuid() || gid != os.Getegid()
-	if foreign {
-		dir = filepath.Join(dir, fmt.Sprintf("uid-%d-gid-%d", uid, gid))
+// Workers of another host uid than the server (uid and gid are the
+// workers' host ids) get a cache of their own below the directory, named
+// for the uid and handed to it, since the workers fill it: what they
+// write is never loaded by workers of the server's own uid, nor read by
+// the server, and the rest of the directory keeps its owner.
+func (c *Cache) WorkerDir(uid, gid int) (*os.File, error) {
+	if c.dir == nil {
+		return nil, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating compilation cache %s: %w", dir, err)
+	dirfd := int(c.dir.Fd())
+	name := "."
+	if uid != os.Geteuid() || gid != os.Getegid() {
+		name = fmt.Sprintf("uid-%d-gid-%d", uid, gid)
+		if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("creating the workers' compilation cache %s: %w", name, err)
+		}
 	}
-	if foreign {
-		err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the workers' compilation cache %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(c.dir.Name(), name))
+	if name != "." {
+		// Below a directory only the server can write, so the paths
+		// walked here are the ones just opened.
+		err := filepath.WalkDir(f.Name(), func(path string, _ fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			return os.Lchown(path, uid, gid)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("handing the compilation cache %s to the workers' host uid %d: %w", dir, uid, err)
+			f.Close()
+			return nil, fmt.Errorf("handing the compilation cache %s to the workers' host uid %d: %w", f.Name(), uid, err)
 		}
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("opening compilation cache %s: %w", dir, err)
 	}
 	return f, nil
 }
