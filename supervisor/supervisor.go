@@ -108,7 +108,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if dir, err := ownCgroup(); err != nil {
 		s.cgroupState = CgroupState{Reason: err.Error()}
 	} else {
-		s.cgroups, s.cgroupState = setupCgroups(dir, cfg.Limits.Memory)
+		s.cgroups, s.cgroupState = setupCgroups(dir)
 	}
 	if s.cgroups == nil {
 		log.Debug("workers get no memory cgroup of their own; the data rlimit and the RSS watchdog bound them", "reason", s.cgroupState.Reason)
@@ -444,9 +444,11 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 }
 
 // checkPythonPath makes cfg.PythonPath absolute (workers start in /) and
-// checks it the way every worker will load it, so a directory that does
-// not exist or holds compiled extensions is refused at start rather than
-// failing every call. It returns the importable names it offers.
+// checks it the way every worker will load it, as the workers' host uid,
+// so a directory that does not exist, holds compiled extensions, links
+// out of itself or holds what those workers cannot read, or an archive
+// with unsafe, duplicate or corrupt entries, is refused at start rather
+// than failing every call. It returns the importable names it offers.
 func checkPythonPath(cfg *Config) ([]string, string, error) {
 	if cfg.PythonPath == "" {
 		return nil, "", nil
@@ -456,11 +458,18 @@ func checkPythonPath(cfg *Config) ([]string, string, error) {
 		return nil, "", fmt.Errorf("python path: %w", err)
 	}
 	cfg.PythonPath = abs
-	pk, err := python.OpenPackages(abs)
+	var reader *python.Reader
+	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
+		reader = &python.Reader{UID: uid, GID: gid}
+	}
+	pk, err := python.OpenPackagesAs(abs, reader)
 	if err != nil {
 		return nil, "", err
 	}
 	defer pk.Close()
+	if err := pk.Verify(); err != nil {
+		return nil, "", err
+	}
 	if len(pk.Names) == 0 {
 		return nil, "", fmt.Errorf("python path %s holds no importable package or module", abs)
 	}
