@@ -45,8 +45,10 @@ type process struct {
 	killedByUs bool
 	// memoryKilled is set when the memory watchdog killed the worker.
 	memoryKilled atomic.Bool
-	// memoryLimit is the configured limit, for the answer that names it.
+	// memoryLimit is the configured limit, for the answer that names it;
+	// memoryBound the most resident memory the worker may hold.
 	memoryLimit Size
+	memoryBound int64
 	// cgroup is the worker's own cgroup, or nil.
 	cgroup *workerCgroup
 }
@@ -129,6 +131,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		out:         ipc.NewWriter(toW),
 		exited:      make(chan struct{}),
 		memoryLimit: s.cfg.Limits.Memory,
+		memoryBound: s.workerBounds(language).RSS,
 	}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -138,7 +141,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 	}()
 	if s.cgroups != nil {
 		// Before Setup: the worker reads no code until after it.
-		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid); err != nil {
+		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid, p.memoryBound); err != nil {
 			s.log.Warn("worker runs without its memory cgroup", "error", err)
 		}
 	}
@@ -259,7 +262,7 @@ func (p *process) exitError() error {
 		<-p.exited
 	}
 	if p.stoppedForMemory() {
-		return &memoryLimitError{limit: p.memoryLimit}
+		return &memoryLimitError{limit: p.memoryLimit, bound: p.memoryBound}
 	}
 	return errors.New(exitReason(p.state))
 }

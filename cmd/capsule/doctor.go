@@ -116,7 +116,7 @@ func hardeningLayers(opts isolation.Options) []doctorLayer {
 	out = append(out, doctorLayer{Name: ids.Name, Active: ids.Active, Reason: ids.Reason, hardening: true})
 	l, _ := lock.Layer(lockdown.LayerRlimits)
 	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason + fmt.Sprintf(
-		"; memory backstops: DATA at the memory limit + %s, worker RSS watchdog at the limit + %s",
+		"; memory backstops: DATA at the memory limit + scratch (Python) + %s, worker RSS watchdog at the limit + scratch (Python) + %s",
 		supervisor.Size(runtimes.WorkerDataOverhead), supervisor.Size(runtimes.WorkerRSSOverhead)), hardening: true})
 	return out
 }
