@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"capsule/ipc"
+	"capsule/supervisor/scarcity"
 	"capsule/supervisor/snapcache"
 )
 
@@ -120,7 +120,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		toW.Close()
 		fromR.Close()
 		errR.Close()
-		return nil, fmt.Errorf("starting worker: %w", err)
+		return nil, fmt.Errorf("starting worker: %w", scarcity.Classify(err, ""))
 	}
 	p := &process{
 		cmd:         cmd,
@@ -147,6 +147,9 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 	}
 	go func() {
 		// Reap as soon as it exits; wait for stderr so the tail is whole.
+		// The wait is the poller's: a thread blocked in wait4 per worker
+		// would make the server's threads grow with its workers.
+		scarcity.WaitExit(cmd.Process.Pid)
 		_ = cmd.Wait()
 		<-stderrDone
 		p.state = cmd.ProcessState
@@ -169,24 +172,6 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		return nil, fmt.Errorf("sending setup to worker: %w", err)
 	}
 	return p, nil
-}
-
-// awaitReady waits for the worker's answer to Setup: Ready, or Failure
-// with the reason. It gives up after timeout or when ctx ends; the caller
-// closes the process on error.
-func (p *process) awaitReady(ctx context.Context, timeout time.Duration) error {
-	ready := make(chan error, 1)
-	go func() { ready <- p.readReady() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err := <-ready:
-		return err
-	case <-timer.C:
-		return fmt.Errorf("worker not ready after %s", timeout)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (p *process) readReady() error {
@@ -253,7 +238,8 @@ func (p *process) describeEnd(err error) error {
 }
 
 // exitError waits briefly for the worker to exit and says how it ended:
-// a *memoryLimitError when an OS memory backstop stopped it.
+// a *memoryLimitError when an OS memory backstop stopped it, a
+// *scarcity.Error when the host's process limit did.
 func (p *process) exitError() error {
 	select {
 	case <-p.exited:
@@ -264,7 +250,9 @@ func (p *process) exitError() error {
 	if p.stoppedForMemory() {
 		return &memoryLimitError{limit: p.memoryLimit, bound: p.memoryBound}
 	}
-	return errors.New(exitReason(p.state))
+	// A worker whose Go runtime could not make a thread met the host's
+	// process limit: a *scarcity.Error.
+	return scarcity.Classify(errors.New(exitReason(p.state)), p.stderr.String())
 }
 
 // exitReason says in words how a worker ended without answering.

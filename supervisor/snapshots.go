@@ -76,7 +76,7 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 		return err
 	}
 	defer p.close()
-	err = p.awaitReady(ctx, readyTimeout)
+	err = p.awaitReady(ctx, snapshotStart)
 	if err == nil {
 		<-p.exited
 		if !p.state.Success() {

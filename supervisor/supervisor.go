@@ -24,13 +24,14 @@ import (
 	"capsule/runtimes"
 	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
+	"capsule/supervisor/scarcity"
 	"capsule/supervisor/snapcache"
 	"capsule/worker/lockdown"
 )
 
-// readyTimeout bounds a worker's start-up: compiling a module into an empty
-// cache takes a few seconds; anything far beyond that is a hung worker.
-const readyTimeout = 60 * time.Second
+// workerThreads is about how many OS threads one worker takes (its Go
+// runtime's), for the check of RLIMIT_NPROC at start.
+const workerThreads = 8
 
 // killGrace is how long past the deadline the supervisor waits for the
 // worker's own timeout answer before killing it.
@@ -85,6 +86,11 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
 	}
+	if err := scarcity.CheckLimit(workerThreads); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// While the process limit still allows it (see package scarcity).
+	scarcity.ReserveThreads(scarcity.Threads())
 	packages, packagesDigest, err := checkPythonPath(&cfg)
 	if err != nil {
 		// Every Python call would fail on it.
@@ -322,6 +328,10 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	defer func() { <-s.slots }()
 
 	p, err := s.acquireWorker(ctx, req.Language)
+	var scarce *scarcity.Error
+	if errors.As(err, &scarce) {
+		return errorAnswer("ServerBusy", fmt.Sprintf("%s: no worker could be started: %v", req.Language, err))
+	}
 	if err != nil {
 		return errorAnswer("WorkerError", fmt.Sprintf("%s: could not start a worker: %v", req.Language, err))
 	}
@@ -352,16 +362,49 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 			return p, nil
 		}
 	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		var p *process
+		if p, err = s.startWorker(ctx, language); err == nil {
+			return p, nil
+		}
+		var scarce *scarcity.Error
+		retry := errors.As(err, &scarce) || errors.Is(err, errStalled)
+		if !retry || attempt == startAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Warn("worker did not start; trying again", "language", language, "attempt", attempt, "error", err)
+		select {
+		case <-time.After(time.Duration(attempt) * startRetryDelay):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// startAttempts is how often a call tries to start its worker when the
+// start failed for want of a host resource or stalled; startRetryDelay
+// is the pause before the second try, doubled for the third.
+const (
+	startAttempts   = 3
+	startRetryDelay = 200 * time.Millisecond
+)
+
+// startWorker starts one worker for language and waits until it is ready.
+// An error says why, in terms of the host's resources where they were
+// short (see package scarcity).
+func (s *Supervisor) startWorker(ctx context.Context, language string) (*process, error) {
 	p, err := s.startProcess(language)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.awaitReady(ctx, readyTimeout); err != nil {
+	if err := p.awaitReady(ctx, runStart); err != nil {
 		p.close()
-		if tail := p.stderr.String(); tail != "" {
-			s.log.Debug("worker stderr", "language", language, "stderr", tail)
+		stderr := p.stderr.String()
+		if stderr != "" {
+			s.log.Debug("worker stderr", "language", language, "stderr", stderr)
 		}
-		return nil, err
+		return nil, scarcity.Classify(err, stderr)
 	}
 	return p, nil
 }

@@ -25,9 +25,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// makeTimeout bounds a snapshot worker: it compiles the module (seconds
-// into an empty cache) and starts the interpreter once.
-const makeTimeout = 2 * time.Minute
+// makeTimeout is the last bound on a snapshot worker, which compiles the
+// module (over ten seconds of CPU into an empty cache, minutes of wall
+// time on a saturated host) and starts the interpreter once; the Maker
+// bounds it by its progress well before.
+const makeTimeout = 20 * time.Minute
 
 // Name names one entry: a language's interpreter, or a variant of it (the
 // same interpreter with more modules imported before the image is taken).
