@@ -98,20 +98,7 @@ func TestUnsafeCacheRefused(t *testing.T) {
 			t.Errorf("root server: err %v output %q; want an answer and a warning about the private cache", err, out)
 		}
 		// The same as an ordinary user: a copy of the binary it may run.
-		dir := t.TempDir()
-		for _, d := range []string{filepath.Dir(dir), dir} {
-			if err := os.Chmod(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		bin = filepath.Join(dir, "capsule")
-		b, err := os.ReadFile(capsuleBin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		bin, _ = binaryFor(t, 65534)
 		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	}
 	for _, args := range [][]string{{"exec", "python", "-c", "1"}, {"serve"}} {

@@ -44,12 +44,11 @@ func binaryFor(t *testing.T, uid int) (bin, cacheHome string) {
 	return bin, cacheHome
 }
 
-// TestProcessLimitIsAnAnswer is W4: a server of an ordinary user whose
-// RLIMIT_NPROC is used up (by its own workers here) answers the calls it
-// cannot start a worker for with a retryable error that names the cause,
-// instead of dying with "failed to create new OS thread", and serves
-// again once workers end.
-func TestProcessLimitIsAnAnswer(t *testing.T) {
+// limitedUser prepares to serve as scarcityUID under prlimit: it returns
+// prlimit's path, a binary that user may run and a cache home of its own.
+// It skips unless the test runs as root and prlimit is there.
+func limitedUser(t *testing.T) (prlimit, bin, cacheHome string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to serve as a user of its own")
 	}
@@ -57,7 +56,17 @@ func TestProcessLimitIsAnAnswer(t *testing.T) {
 	if err != nil {
 		t.Skip("no prlimit")
 	}
-	bin, cacheHome := binaryFor(t, scarcityUID)
+	bin, cacheHome = binaryFor(t, scarcityUID)
+	return prlimit, bin, cacheHome
+}
+
+// TestProcessLimitIsAnAnswer is W4: a server of an ordinary user whose
+// RLIMIT_NPROC is used up (by its own workers here) answers the calls it
+// cannot start a worker for with a retryable error that names the cause,
+// instead of dying with "failed to create new OS thread", and serves
+// again once workers end.
+func TestProcessLimitIsAnAnswer(t *testing.T) {
+	prlimit, bin, cacheHome := limitedUser(t)
 	const nproc = "60"
 	s := startServerHook(t, []string{"XDG_CACHE_HOME=" + cacheHome}, func(cmd *exec.Cmd) {
 		cmd.Args = append([]string{"prlimit", "--nproc=" + nproc, "--", bin}, cmd.Args[1:]...)
@@ -106,14 +115,7 @@ func TestProcessLimitIsAnAnswer(t *testing.T) {
 // TestProcessLimitTooLowExits2: a process limit that cannot hold the
 // server's threads and two workers is refused at start (W7).
 func TestProcessLimitTooLowExits2(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to serve as a user of its own")
-	}
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("no prlimit")
-	}
-	bin, cacheHome := binaryFor(t, scarcityUID)
+	prlimit, bin, cacheHome := limitedUser(t)
 	cmd := exec.Command(prlimit, "--nproc=12", "--", bin, "serve")
 	cmd.Env = serverEnv("XDG_CACHE_HOME=" + cacheHome)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: scarcityUID, Gid: scarcityUID}}

@@ -85,6 +85,12 @@ func writeFile(dirfd int, name string, b []byte) error {
 		return err
 	}
 	_, err = tmp.Write(b)
+	return renameInto(dirfd, tmp, tmpName, name, err)
+}
+
+// renameInto closes the temporary file tmp, written with the error err,
+// and renames it to name; on any error it removes it instead.
+func renameInto(dirfd int, tmp *os.File, tmpName, name string, err error) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

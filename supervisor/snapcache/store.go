@@ -7,8 +7,6 @@ import (
 	"hash"
 	"io"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // readVerified copies the image name in dirfd into a new sealed memfd,
@@ -64,15 +62,8 @@ func storeImage(f *os.File, dirfd int, name string, key []byte) error {
 	}
 	mac := newMAC(key, name, size)
 	_, err = copySparse(tmp, io.NewSectionReader(f, 0, size), mac)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(dirfd, tmpName, dirfd, name)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(dirfd, tmpName, 0)
-		return fmt.Errorf("writing %s: %w", name, err)
+	if err := renameInto(dirfd, tmp, tmpName, name, err); err != nil {
+		return err
 	}
 	return writeFile(dirfd, name+macSuffix, macRecord(size, mac.Sum(nil)))
 }
