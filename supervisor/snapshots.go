@@ -22,6 +22,7 @@ func (s *Supervisor) openCache() error {
 		Key:      s.snapshotKey,
 		MaxBytes: int64(s.cfg.Limits.Memory) + maxImageOverhead,
 		Make:     s.makeSnapshot,
+		Stopped:  s.stopped,
 		Log:      s.log,
 	})
 	if errors.Is(err, snapcache.ErrUnsafeDir) {

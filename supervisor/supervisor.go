@@ -107,10 +107,10 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		pools:          map[string]*pool{},
 		drained:        make(chan struct{}),
 	}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	if err := s.openCache(); err != nil {
 		return nil, err
 	}
-	s.stopped, s.stop = context.WithCancel(context.Background())
 	if dir, err := ownCgroup(); err != nil {
 		s.cgroupState = CgroupState{Reason: err.Error()}
 	} else {

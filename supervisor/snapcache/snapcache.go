@@ -72,6 +72,9 @@ type Options struct {
 	MaxBytes int64
 	// Make runs a snapshot worker.
 	Make Maker
+	// Stopped, when not nil, ends when the server stops: a snapshot being
+	// made is then given up, so that a stop never waits for it.
+	Stopped context.Context
 	// Log receives what the cache refuses or cannot do.
 	Log hclog.Logger
 }
@@ -295,7 +298,11 @@ func (c *Cache) make(name Name, key string) ([2]*os.File, error) {
 		}
 		files[i] = f
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), makeTimeout)
+	parent := c.opts.Stopped
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, makeTimeout)
 	defer cancel()
 	if err := c.opts.Make(ctx, name, key, files[0], files[1]); err != nil {
 		closeAll()
