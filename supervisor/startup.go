@@ -46,8 +46,13 @@ var (
 // startCheckEvery is how often a starting worker's progress is read.
 const startCheckEvery = 500 * time.Millisecond
 
-// errStalled marks a start that made no progress: worth one retry.
-var errStalled = errors.New("stalled")
+// errStalled marks a start that made no progress: worth another try.
+// errTooSlow marks one that progressed but outlasted its wall bound on
+// saturated CPUs: another try would only add to the load.
+var (
+	errStalled = errors.New("stalled")
+	errTooSlow = errors.New("worker start-up too slow")
+)
 
 // awaitReady waits for the worker's answer to Setup: Ready, or Failure
 // with the reason, within lim, or until ctx ends. A start that ran out of
@@ -85,7 +90,7 @@ func (p *process) awaitReady(ctx context.Context, lim startLimits) error {
 				return &scarcity.Error{
 					Cause: fmt.Sprintf("the host's CPUs are saturated (%s): a worker got %s of CPU in %s without getting ready",
 						loadAverage(), cpu.Round(time.Millisecond), lim.Wall),
-					Err: errors.New("worker start-up too slow"),
+					Err: errTooSlow,
 				}
 			}
 		}

@@ -369,7 +369,7 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 			return p, nil
 		}
 		var scarce *scarcity.Error
-		retry := errors.As(err, &scarce) || errors.Is(err, errStalled)
+		retry := (errors.As(err, &scarce) && !errors.Is(err, errTooSlow)) || errors.Is(err, errStalled)
 		if !retry || attempt == startAttempts || ctx.Err() != nil {
 			return nil, err
 		}
@@ -383,7 +383,7 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 }
 
 // startAttempts is how often a call tries to start its worker when the
-// start failed for want of a host resource or stalled; startRetryDelay
+// start failed for want of a host resource (not CPU) or stalled; startRetryDelay
 // is the pause before the second try, doubled for the third.
 const (
 	startAttempts   = 3
