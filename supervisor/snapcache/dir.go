@@ -17,9 +17,12 @@ var ErrUnsafeDir = errors.New("unsafe cache directory")
 
 // openDir opens dir, creating what is missing, after checking dir and each
 // directory between root and it: each must be a real directory (not a
-// symbolic link) owned by the server's effective user and not writable by
-// group or others. Only the components below root are looked up without
-// following links; root itself is the user's own choice of cache root.
+// symbolic link) owned by the server's effective user or by root, and not
+// writable by group or others. root itself may also be a sticky directory
+// that others can write (a tmpfs mounted 1777): nobody else can then
+// rename or remove what the server creates in it. Only the components
+// below root are looked up without following links; root itself is the
+// user's own choice of cache root.
 // Every later file operation is relative to the returned descriptor, so a
 // directory swapped afterwards changes nothing.
 func openDir(root, dir string) (*os.File, error) {
@@ -37,7 +40,7 @@ func openDir(root, dir string) (*os.File, error) {
 		return nil, fmt.Errorf("opening %s: %w", root, err)
 	}
 	if checkRoot {
-		if err := checkDir(fd, root); err != nil {
+		if err := checkDir(fd, root, true); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}
@@ -65,7 +68,7 @@ func descend(fd int, path, name string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w (a symbolic link, or not a directory)", ErrUnsafeDir, path, err)
 	}
-	if err := checkDir(next, path); err != nil {
+	if err := checkDir(next, path, false); err != nil {
 		unix.Close(next)
 		return -1, err
 	}
@@ -73,16 +76,17 @@ func descend(fd int, path, name string) (int, error) {
 }
 
 // checkDir checks that the directory open as fd belongs to the server's
-// user and is writable by no one else.
-func checkDir(fd int, path string) error {
+// user (or root) and is writable by no one else, or, for the cache root,
+// is sticky.
+func checkDir(fd int, path string, root bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if euid := os.Geteuid(); int(st.Uid) != euid {
+	if euid := os.Geteuid(); int(st.Uid) != euid && st.Uid != 0 {
 		return fmt.Errorf("%w: %s is owned by uid %d, not by the server's uid %d; anyone who owns it can plant code every call runs", ErrUnsafeDir, path, st.Uid, euid)
 	}
-	if st.Mode&0o022 != 0 {
+	if st.Mode&0o022 != 0 && !(root && st.Mode&unix.S_ISVTX != 0) {
 		return fmt.Errorf("%w: %s has mode %04o, writable by group or others, who could plant code every call runs; run chmod go-w %s", ErrUnsafeDir, path, st.Mode&0o7777, path)
 	}
 	return nil

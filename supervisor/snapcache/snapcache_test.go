@@ -181,7 +181,8 @@ func TestUnsafeDirectory(t *testing.T) {
 	}{
 		{"world-writable directory", false, func(h *harness) error { return os.Chmod(h.dir, 0o777) }},
 		{"group-writable parent", false, func(h *harness) error { return os.Chmod(filepath.Dir(h.dir), 0o770) }},
-		{"world-writable cache root", false, func(h *harness) error { return os.Chmod(h.root, 0o1777) }},
+		{"world-writable cache root", false, func(h *harness) error { return os.Chmod(h.root, 0o777) }},
+		{"sticky but group-writable parent", false, func(h *harness) error { return os.Chmod(filepath.Dir(h.dir), os.ModeSticky|0o770) }},
 		{"directory owned by nobody", true, func(h *harness) error { return os.Chown(h.dir, 65534, 65534) }},
 		{"directory is a symbolic link", false, func(h *harness) error {
 			elsewhere := filepath.Join(h.root, "elsewhere")
@@ -230,6 +231,24 @@ func TestUnsafeDirectory(t *testing.T) {
 				t.Errorf("the private directory %s outlived the cache: %v", private, err)
 			}
 		})
+	}
+}
+
+// TestStickyRoot: a cache root that others may write but that is sticky
+// (a tmpfs mounted 1777, as in docs/deploy.md's container) is accepted:
+// nobody else can rename or remove the directories capsule makes in it.
+func TestStickyRoot(t *testing.T) {
+	h := newHarness(t)
+	if err := os.Chmod(h.root, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := c.Status(); st.Fallback != "" || st.Dir != h.dir {
+		t.Fatalf("status %+v: want the configured directory", st)
 	}
 }
 
