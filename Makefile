@@ -75,8 +75,12 @@ fuzz: assets wazero
 		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
 
+# The benchmark, then a longer soak than make test's: 2,000 mixed calls
+# under two busy loops per CPU, none of which may be lost.
+SOAK_CALLS ?= 2000
 bench: build
 	$(GO) run ./cmd/capsule-bench -bin $(BIN)
+	CAPSULE_SOAK_CALLS=$(SOAK_CALLS) $(GO) test ./cmd/capsule/ -run '^TestSoakUnderCPUContention$$' -count=1 -v -timeout 30m
 
 # The release: dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
 # THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS) and dist/SHA256SUMS.

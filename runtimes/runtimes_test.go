@@ -21,3 +21,25 @@ func TestTimeoutOutcome(t *testing.T) {
 		t.Fatalf("%+v %+v", o, o.Error)
 	}
 }
+
+// TestWorkerBounds: a Python worker's backstops allow its scratch on top
+// of the memory limit and the overhead (W5: with --scratch 256MiB and
+// --memory 64MiB, filling /tmp was killed at 193 MiB as a memory limit);
+// a JavaScript worker, which has no scratch, gets none.
+func TestWorkerBounds(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		language        string
+		memory, scratch int64
+		want            Bounds
+	}{
+		{Python, 64 * mib, 256 * mib, Bounds{RSS: (64 + 256 + 128) * mib, Data: (64 + 256 + 256) * mib}},
+		{Python, 256 * mib, 0, Bounds{RSS: (256 + 128) * mib, Data: (256 + 256) * mib}},
+		{JavaScript, 64 * mib, 256 * mib, Bounds{RSS: (64 + 128) * mib, Data: (64 + 256) * mib}},
+	}
+	for _, tt := range tests {
+		if got := WorkerBounds(tt.language, tt.memory, tt.scratch); got != tt.want {
+			t.Errorf("WorkerBounds(%s, %d, %d) = %+v, want %+v", tt.language, tt.memory, tt.scratch, got, tt.want)
+		}
+	}
+}

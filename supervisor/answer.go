@@ -10,6 +10,7 @@ import (
 
 	"capsule/ipc"
 	"capsule/runtimes"
+	"capsule/supervisor/scarcity"
 )
 
 // Answer is the result of one execution, exactly as the tools return it in
@@ -179,7 +180,10 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 		a.stderrDropped += d.StderrDropped
 	}
 	var memErr *memoryLimitError
+	var scarce *scarcity.Error
 	switch {
+	case errors.As(failure, &scarce):
+		a.Error = &runtimes.ErrorInfo{Type: "ServerBusy", Message: scarce.Error()}
 	case errors.As(failure, &memErr):
 		limit := runtimes.LimitMemory
 		a.Limit = &limit

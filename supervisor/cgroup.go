@@ -16,7 +16,7 @@ import (
 )
 
 // cgroups puts each worker in a cgroup v2 of its own whose memory.max is
-// the memory limit plus WorkerRSSOverhead, where the supervisor runs in a
+// its RSS bound (runtimes.WorkerBounds), where the supervisor runs in a
 // delegated cgroup with the memory controller (systemd: Delegate=yes; see
 // docs/deploy.md). The kernel then bounds everything the worker holds,
 // page cache and kernel memory included, which neither the rlimit nor the
@@ -27,7 +27,6 @@ import (
 // delegated cgroup; the workers' cgroups are its siblings, "worker-N".
 type cgroups struct {
 	dir    string // the delegated cgroup
-	max    int64  // memory.max of each worker
 	nextID atomic.Uint64
 }
 
@@ -71,7 +70,7 @@ func ownCgroup() (string, error) {
 // setupCgroups prepares dir, the supervisor's own cgroup, for worker
 // cgroups, or says why it cannot. It moves the supervisor into dir's
 // "supervisor" leaf when dir still holds processes.
-func setupCgroups(dir string, memory Size) (*cgroups, CgroupState) {
+func setupCgroups(dir string) (*cgroups, CgroupState) {
 	controllers, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		return nil, CgroupState{Reason: fmt.Sprintf("cannot read %s: %v", dir, err)}
@@ -106,9 +105,9 @@ func setupCgroups(dir string, memory Size) (*cgroups, CgroupState) {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory"), 0o644); err != nil {
 		return nil, CgroupState{Reason: fmt.Sprintf("enabling the memory controller for %s's children: %v", dir, err)}
 	}
-	cg := &cgroups{dir: dir, max: int64(memory) + runtimes.WorkerRSSOverhead}
-	return cg, CgroupState{Active: true, Reason: fmt.Sprintf("each worker in its own cgroup under %s with memory.max %s (limit + %s), swap 0",
-		dir, Size(cg.max), Size(runtimes.WorkerRSSOverhead))}
+	cg := &cgroups{dir: dir}
+	return cg, CgroupState{Active: true, Reason: fmt.Sprintf("each worker in its own cgroup under %s with memory.max at the memory limit + scratch (Python) + %s, swap 0",
+		dir, Size(runtimes.WorkerRSSOverhead))}
 }
 
 // delegated reports whether dir was handed to us to manage: systemd marks
@@ -130,8 +129,9 @@ func delegated(dir string) bool {
 // workerCgroup is one worker's cgroup.
 type workerCgroup struct{ dir string }
 
-// add creates a cgroup for the worker pid and moves it there.
-func (c *cgroups) add(pid int) (*workerCgroup, error) {
+// add creates a cgroup of memory.max max for the worker pid and moves it
+// there.
+func (c *cgroups) add(pid int, max int64) (*workerCgroup, error) {
 	dir := filepath.Join(c.dir, fmt.Sprintf("worker-%d-%d", os.Getpid(), c.nextID.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the worker's cgroup: %w", err)
@@ -141,7 +141,7 @@ func (c *cgroups) add(pid int) (*workerCgroup, error) {
 	// Kernels without swap accounting have no such file, which is fine.
 	_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0o644)
 	for _, f := range []struct{ name, value string }{
-		{"memory.max", strconv.FormatInt(c.max, 10)},
+		{"memory.max", strconv.FormatInt(max, 10)},
 		{"cgroup.procs", strconv.Itoa(pid)},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.value), 0o644); err != nil {

@@ -51,7 +51,7 @@ func TestSetupCgroups(t *testing.T) {
 				t.Skip("a temporary directory is owned by this non-root user, which counts as delegated")
 			}
 			dir := fakeCgroup(t, tt.controllers, tt.procs, tt.delegate)
-			cg, st := setupCgroups(dir, 64<<20)
+			cg, st := setupCgroups(dir)
 			if tt.wantReason != "" {
 				if cg != nil || st.Active || !strings.Contains(st.Reason, tt.wantReason) {
 					t.Fatalf("state %+v, want unavailable: %q", st, tt.wantReason)
@@ -69,7 +69,7 @@ func TestSetupCgroups(t *testing.T) {
 					t.Errorf("supervisor leaf procs = %q, want the cgroup's process moved there", b)
 				}
 			}
-			w, err := cg.add(777)
+			w, err := cg.add(777, runtimes.WorkerBounds(runtimes.Python, 64<<20, 0).RSS)
 			if err != nil {
 				t.Fatal(err)
 			}

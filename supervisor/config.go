@@ -281,8 +281,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("worker-host-gid %d: only root can map workers to another host gid than its own (%d)", h, os.Getgid())
 		}
 	}
-	if c.Limits.Memory < 1<<20 {
-		return fmt.Errorf("memory limit %s is too small: want at least 1MiB", c.Limits.Memory)
+	if c.Limits.Memory < runtimes.MinMemory {
+		return fmt.Errorf("memory limit %s is too small: the interpreters need at least %s", c.Limits.Memory, Size(runtimes.MinMemory))
 	}
 	if c.Limits.MaxCode < 1 {
 		return fmt.Errorf("code size limit must be at least 1 byte")

@@ -17,17 +17,17 @@ import (
 // pays nothing.
 const memoryCheckEvery = 50 * time.Millisecond
 
-// memoryBound is the most resident memory a worker may hold: the memory
-// limit plus the overhead of the runtime around the guest.
-func (s *Supervisor) memoryBound() int64 {
-	return int64(s.cfg.Limits.Memory) + runtimes.WorkerRSSOverhead
+// workerBounds are the OS memory backstops of a worker of language (see
+// runtimes.WorkerBounds).
+func (s *Supervisor) workerBounds(language string) runtimes.Bounds {
+	return runtimes.WorkerBounds(language, int64(s.cfg.Limits.Memory), int64(s.cfg.Limits.Scratch))
 }
 
-// watchMemory kills p when its resident memory passes memoryBound, the
+// watchMemory kills p when its resident memory passes its bound, the
 // backstop for memory the host side of a worker holds for its guest
 // outside the wasm cap. The returned function stops the watch.
 func (s *Supervisor) watchMemory(p *process) (stop func()) {
-	bound := s.memoryBound()
+	bound := p.memoryBound
 	pid := p.cmd.Process.Pid
 	var t *time.Timer
 	t = time.AfterFunc(memoryCheckEvery, func() {
@@ -88,9 +88,12 @@ func (p *process) stoppedForMemory() bool {
 }
 
 // memoryLimitError is how a worker stopped by an OS memory backstop ended.
-type memoryLimitError struct{ limit Size }
+type memoryLimitError struct {
+	limit Size
+	bound int64 // the worker's RSS bound
+}
 
 func (e *memoryLimitError) Error() string {
-	return fmt.Sprintf("memory: limit of %s reached (the worker, runtime included, used more than the limit plus %s of overhead and was stopped)",
-		e.limit, Size(runtimes.WorkerRSSOverhead))
+	return fmt.Sprintf("memory: limit of %s reached (the worker, runtime and scratch included, used more than its bound of %s and was stopped)",
+		e.limit, Size(e.bound))
 }

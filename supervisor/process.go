@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"capsule/ipc"
+	"capsule/supervisor/scarcity"
+	"capsule/supervisor/snapcache"
 )
 
 // stderrTail is how much of a worker's own stderr is kept for the log: the
@@ -44,8 +45,10 @@ type process struct {
 	killedByUs bool
 	// memoryKilled is set when the memory watchdog killed the worker.
 	memoryKilled atomic.Bool
-	// memoryLimit is the configured limit, for the answer that names it.
+	// memoryLimit is the configured limit, for the answer that names it;
+	// memoryBound the most resident memory the worker may hold.
 	memoryLimit Size
+	memoryBound int64
 	// cgroup is the worker's own cgroup, or nil.
 	cgroup *workerCgroup
 }
@@ -55,8 +58,11 @@ type process struct {
 // It starts from the language's interpreter snapshot, which the first call
 // makes (and waits for).
 func (s *Supervisor) startProcess(language string) (*process, error) {
-	image, code, key := s.snapshots.get(language)
-	return s.spawnWorker(language, ipc.ModeRun, key, image, code)
+	snap := s.snapshots.Get(snapcache.Name{Language: language})
+	if snap == nil {
+		return s.spawnWorker(language, ipc.ModeRun, "", nil, nil)
+	}
+	return s.spawnWorker(language, ipc.ModeRun, snap.Key, snap.Image, snap.Code)
 }
 
 // spawnWorker starts a worker in mode. image and code, when not nil, become
@@ -81,13 +87,13 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		fromW.Close()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
-	// fds 3 and 4, fdCacheDir, ipc.SnapshotFD and ipc.ImageFD; a nil
+	// fds 3 and 4, snapcache.FD, ipc.SnapshotFD and ipc.ImageFD; a nil
 	// entry is closed in the child.
 	files := []*os.File{toR, fromW, nil, nil, nil}
 	cacheDir := ""
 	if s.cacheDir != nil {
-		files[fdCacheDir-3] = s.cacheDir
-		cacheDir = workerCacheDir
+		files[snapcache.FD-3] = s.cacheDir
+		cacheDir = snapcache.WorkerPath
 	}
 	if image != nil && code != nil {
 		files[ipc.SnapshotFD-3] = image
@@ -114,7 +120,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		toW.Close()
 		fromR.Close()
 		errR.Close()
-		return nil, fmt.Errorf("starting worker: %w", err)
+		return nil, fmt.Errorf("starting worker: %w", scarcity.Classify(err, ""))
 	}
 	p := &process{
 		cmd:         cmd,
@@ -125,6 +131,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		out:         ipc.NewWriter(toW),
 		exited:      make(chan struct{}),
 		memoryLimit: s.cfg.Limits.Memory,
+		memoryBound: s.workerBounds(language).RSS,
 	}
 	stderrDone := make(chan struct{})
 	go func() {
@@ -134,12 +141,15 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 	}()
 	if s.cgroups != nil {
 		// Before Setup: the worker reads no code until after it.
-		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid); err != nil {
+		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid, p.memoryBound); err != nil {
 			s.log.Warn("worker runs without its memory cgroup", "error", err)
 		}
 	}
 	go func() {
 		// Reap as soon as it exits; wait for stderr so the tail is whole.
+		// The wait is the poller's: a thread blocked in wait4 per worker
+		// would make the server's threads grow with its workers.
+		scarcity.WaitExit(cmd.Process.Pid)
 		_ = cmd.Wait()
 		<-stderrDone
 		p.state = cmd.ProcessState
@@ -165,24 +175,6 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		return nil, fmt.Errorf("sending setup to worker: %w", err)
 	}
 	return p, nil
-}
-
-// awaitReady waits for the worker's answer to Setup: Ready, or Failure
-// with the reason. It gives up after timeout or when ctx ends; the caller
-// closes the process on error.
-func (p *process) awaitReady(ctx context.Context, timeout time.Duration) error {
-	ready := make(chan error, 1)
-	go func() { ready <- p.readReady() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err := <-ready:
-		return err
-	case <-timer.C:
-		return fmt.Errorf("worker not ready after %s", timeout)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (p *process) readReady() error {
@@ -249,7 +241,8 @@ func (p *process) describeEnd(err error) error {
 }
 
 // exitError waits briefly for the worker to exit and says how it ended:
-// a *memoryLimitError when an OS memory backstop stopped it.
+// a *memoryLimitError when an OS memory backstop stopped it, a
+// *scarcity.Error when the host's process limit did.
 func (p *process) exitError() error {
 	select {
 	case <-p.exited:
@@ -258,9 +251,11 @@ func (p *process) exitError() error {
 		<-p.exited
 	}
 	if p.stoppedForMemory() {
-		return &memoryLimitError{limit: p.memoryLimit}
+		return &memoryLimitError{limit: p.memoryLimit, bound: p.memoryBound}
 	}
-	return errors.New(exitReason(p.state))
+	// A worker whose Go runtime could not make a thread met the host's
+	// process limit: a *scarcity.Error.
+	return scarcity.Classify(errors.New(exitReason(p.state)), p.stderr.String())
 }
 
 // exitReason says in words how a worker ended without answering.

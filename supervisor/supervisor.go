@@ -25,12 +25,14 @@ import (
 	"capsule/runtimes/fileset"
 	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
+	"capsule/supervisor/scarcity"
+	"capsule/supervisor/snapcache"
 	"capsule/worker/lockdown"
 )
 
-// readyTimeout bounds a worker's start-up: compiling a module into an empty
-// cache takes a few seconds; anything far beyond that is a hung worker.
-const readyTimeout = 60 * time.Second
+// workerThreads is about how many OS threads one worker takes (its Go
+// runtime's), for the check of RLIMIT_NPROC at start.
+const workerThreads = 8
 
 // killGrace is how long past the deadline the supervisor waits for the
 // worker's own timeout answer before killing it.
@@ -47,7 +49,7 @@ type Supervisor struct {
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
 	// snapshots holds each language's interpreter snapshot.
-	snapshots *snapshots
+	snapshots *snapcache.Cache
 	// waiting counts calls queued for a slot, against MaxQueue.
 	waiting atomic.Int64
 	// mu guards running, draining and drained, which let Shutdown wait
@@ -65,7 +67,7 @@ type Supervisor struct {
 	// cgroupState says which and why.
 	cgroups     *cgroups
 	cgroupState CgroupState
-	// cacheDir is the compilation cache every worker gets as fdCacheDir,
+	// cacheDir is the compilation cache every worker gets as snapcache.FD,
 	// or nil.
 	cacheDir *os.File
 	// pythonPackages names what --python-path offers, for the tool
@@ -85,15 +87,15 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := checkHardening(cfg, log); err != nil {
 		return nil, err
 	}
+	if err := scarcity.CheckLimit(workerThreads); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// While the process limit still allows it (see package scarcity).
+	scarcity.ReserveThreads(scarcity.Threads())
 	packages, packagesDigest, err := checkPythonPath(&cfg)
 	if err != nil {
-		return nil, err
-	}
-	var cacheDir *os.File
-	if cfg.CacheDir != "" {
-		if cacheDir, err = openCacheDir(cfg.CacheDir, cfg.Isolation); err != nil {
-			return nil, err
-		}
+		// Every Python call would fail on it.
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Supervisor{
 		pythonPackages: packages,
@@ -105,14 +107,15 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		spawner:        isolation.NewSpawner(),
 		pools:          map[string]*pool{},
 		drained:        make(chan struct{}),
-		cacheDir:       cacheDir,
 	}
-	s.snapshots = newSnapshots(s)
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	if err := s.openCache(); err != nil {
+		return nil, err
+	}
 	if dir, err := ownCgroup(); err != nil {
 		s.cgroupState = CgroupState{Reason: err.Error()}
 	} else {
-		s.cgroups, s.cgroupState = setupCgroups(dir, cfg.Limits.Memory)
+		s.cgroups, s.cgroupState = setupCgroups(dir)
 	}
 	if s.cgroups == nil {
 		log.Debug("workers get no memory cgroup of their own; the data rlimit and the RSS watchdog bound them", "reason", s.cgroupState.Reason)
@@ -204,7 +207,7 @@ func (s *Supervisor) Close() {
 	}
 	s.reaping.Wait()
 	s.spawner.Close()
-	s.snapshots.close()
+	s.snapshots.Close()
 	if s.cacheDir != nil {
 		s.cacheDir.Close()
 	}
@@ -239,15 +242,20 @@ const LayerHostIDs = "worker_host_ids"
 // a missing hardening layer when that is root: outside its namespace the
 // worker would then own every root file the kernel lets it reach.
 func WorkerHostIDs(opts isolation.Options) lockdown.Layer {
-	_, iso := isolation.SysProcAttr(opts)
-	userNS, _ := iso.Layer(isolation.LayerUserNS)
-	uid, gid := opts.HostIDs(userNS.Active)
+	uid, gid := workerHostIDs(opts)
 	l := lockdown.Layer{Name: LayerHostIDs, Active: uid != 0 && gid != 0,
 		Reason: fmt.Sprintf("workers run as host uid %d gid %d", uid, gid)}
 	if !l.Active {
 		l.Reason += ": host root; set --worker-host-uid and --worker-host-gid to an unprivileged pair"
 	}
 	return l
+}
+
+// workerHostIDs are the host uid and gid workers run as.
+func workerHostIDs(opts isolation.Options) (uid, gid int) {
+	_, iso := isolation.SysProcAttr(opts)
+	userNS, _ := iso.Layer(isolation.LayerUserNS)
+	return opts.HostIDs(userNS.Active)
 }
 
 func (s *Supervisor) sysProcAttr() *syscall.SysProcAttr {
@@ -327,6 +335,10 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	defer func() { <-s.slots }()
 
 	p, err := s.acquireWorker(ctx, req.Language)
+	var scarce *scarcity.Error
+	if errors.As(err, &scarce) {
+		return errorAnswer("ServerBusy", fmt.Sprintf("%s: no worker could be started: %v", req.Language, err))
+	}
 	if err != nil {
 		return errorAnswer("WorkerError", fmt.Sprintf("%s: could not start a worker: %v", req.Language, err))
 	}
@@ -357,16 +369,49 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 			return p, nil
 		}
 	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		var p *process
+		if p, err = s.startWorker(ctx, language); err == nil {
+			return p, nil
+		}
+		var scarce *scarcity.Error
+		retry := (errors.As(err, &scarce) && !errors.Is(err, errTooSlow)) || errors.Is(err, errStalled)
+		if !retry || attempt == startAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Warn("worker did not start; trying again", "language", language, "attempt", attempt, "error", err)
+		select {
+		case <-time.After(time.Duration(attempt) * startRetryDelay):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// startAttempts is how often a call tries to start its worker when the
+// start failed for want of a host resource (not CPU) or stalled; startRetryDelay
+// is the pause before the second try, doubled for the third.
+const (
+	startAttempts   = 3
+	startRetryDelay = 200 * time.Millisecond
+)
+
+// startWorker starts one worker for language and waits until it is ready.
+// An error says why, in terms of the host's resources where they were
+// short (see package scarcity).
+func (s *Supervisor) startWorker(ctx context.Context, language string) (*process, error) {
 	p, err := s.startProcess(language)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.awaitReady(ctx, readyTimeout); err != nil {
+	if err := p.awaitReady(ctx, runStart); err != nil {
 		p.close()
-		if tail := p.stderr.String(); tail != "" {
-			s.log.Debug("worker stderr", "language", language, "stderr", tail)
+		stderr := p.stderr.String()
+		if stderr != "" {
+			s.log.Debug("worker stderr", "language", language, "stderr", stderr)
 		}
-		return nil, err
+		return nil, scarcity.Classify(err, stderr)
 	}
 	return p, nil
 }
@@ -446,9 +491,11 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 }
 
 // checkPythonPath makes cfg.PythonPath absolute (workers start in /) and
-// checks it the way every worker will load it, so a directory that does
-// not exist or holds compiled extensions is refused at start rather than
-// failing every call. It returns the importable names it offers.
+// checks it the way every worker will load it, as the workers' host uid,
+// so a directory that does not exist, holds compiled extensions, links
+// out of itself or holds what those workers cannot read, or an archive
+// with unsafe, duplicate or corrupt entries, is refused at start rather
+// than failing every call. It returns the importable names it offers.
 func checkPythonPath(cfg *Config) ([]string, string, error) {
 	if cfg.PythonPath == "" {
 		return nil, "", nil
@@ -458,11 +505,18 @@ func checkPythonPath(cfg *Config) ([]string, string, error) {
 		return nil, "", fmt.Errorf("python path: %w", err)
 	}
 	cfg.PythonPath = abs
-	pk, err := python.OpenPackages(abs)
+	var reader *python.Reader
+	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
+		reader = &python.Reader{UID: uid, GID: gid}
+	}
+	pk, err := python.OpenPackagesAs(abs, reader)
 	if err != nil {
 		return nil, "", err
 	}
 	defer pk.Close()
+	if err := pk.Verify(); err != nil {
+		return nil, "", err
+	}
 	if len(pk.Names) == 0 {
 		return nil, "", fmt.Errorf("python path %s holds no importable package or module", abs)
 	}

@@ -22,7 +22,7 @@ func harden(setup *ipc.Setup) error {
 	}
 	_, err := lockdown.Apply(lockdown.Options{
 		CPUTime: time.Duration(setup.MaxTimeoutMS)*time.Millisecond + cpuMargin,
-		Data:    setup.MemoryBytes + runtimes.WorkerDataOverhead,
+		Data:    uint64(runtimes.WorkerBounds(setup.Language, int64(setup.MemoryBytes), setup.ScratchBytes).Data),
 	})
 	return err
 }

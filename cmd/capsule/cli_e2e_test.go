@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -32,6 +33,7 @@ func TestExecExitStatus(t *testing.T) {
 		{"no code", []string{"python"}, "", 2, "", "exactly one of"},
 		{"bad flag", []string{"python", "--memory", "lots", "-c", "1"}, "", 2, "", "invalid size"},
 		{"memory limit too small", []string{"python", "--memory", "1", "-c", "1"}, "", 2, "", "memory limit 1B is too small"},
+		{"memory limit below the interpreters' need", []string{"javascript", "--memory", "1MiB", "-c", "1"}, "", 2, "", "memory limit 1MiB is too small: the interpreters need at least 32MiB"},
 		{"max timeout below timeout", []string{"python", "--max-timeout", "3s", "--timeout", "30s", "-c", "1"}, "", 2, "", "max-timeout 3s is below timeout 30s"},
 	}
 	for _, c := range cases {
@@ -53,6 +55,61 @@ func TestExecExitStatus(t *testing.T) {
 				t.Fatalf("status %d stdout %q stderr %q; want %d, %q, %q", status, stdout.String(), stderr.String(), c.status, c.stdout, c.stderr)
 			}
 		})
+	}
+}
+
+// TestUnworkableServeExits2: serve refuses at start, with the usage
+// status and a message, what exec does (W7).
+func TestUnworkableServeExits2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--memory", "1MiB"}, "memory limit 1MiB is too small"},
+		{[]string{"--memory", "16MiB"}, "memory limit 16MiB is too small"},
+		{[]string{"--max-timeout", "3s", "--timeout", "30s"}, "max-timeout 3s is below timeout 30s"},
+	} {
+		cmd := exec.Command(capsuleBin, append([]string{"serve"}, c.args...)...)
+		cmd.Env = serverEnv()
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("serve %v: err %v output %q; want exit status 2 with %q", c.args, err, out, c.want)
+		}
+	}
+}
+
+// TestUnsafeCacheRefused is W1 end to end: a server of an ordinary user
+// refuses a cache directory that others can write, with the usage status
+// and a message naming it; a root server falls back to a private one and
+// still answers.
+func TestUnsafeCacheRefused(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Chmod(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := capsuleBin
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cmd := exec.Command(capsuleBin, "exec", "python", "-c", "1 + 1")
+		cmd.Env = serverEnv("XDG_CACHE_HOME=" + home)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "2") || !strings.Contains(string(out), "private one") {
+			t.Errorf("root server: err %v output %q; want an answer and a warning about the private cache", err, out)
+		}
+		// The same as an ordinary user: a copy of the binary it may run.
+		bin, _ = binaryFor(t, 65534)
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	for _, args := range [][]string{{"exec", "python", "-c", "1"}, {"serve"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = serverEnv("XDG_CACHE_HOME=" + home)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "unsafe cache directory: "+home) {
+			t.Errorf("capsule %s as an ordinary user: err %v output %q; want exit status 2 naming %s", args[0], err, out, home)
+		}
 	}
 }
 

@@ -82,3 +82,15 @@ func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, e
 	}
 	return supervisor.New(c.cfg, log, exe)
 }
+
+// startFailed reports why the supervisor could not start and returns the
+// exit status: the usage one for a configuration that cannot work (an
+// unsafe cache directory, an unusable --python-path), the failure one for
+// anything else.
+func startFailed(command string, err error) int {
+	fmt.Fprintf(os.Stderr, "capsule %s: %v\n", command, err)
+	if errors.Is(err, supervisor.ErrConfig) {
+		return exitUsage
+	}
+	return exitCodeError
+}

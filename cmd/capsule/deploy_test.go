@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,7 +245,7 @@ func TestKubernetesManifest(t *testing.T) {
 			t.Fatal("XDG_CACHE_HOME is not set: the root file system is read-only")
 		}
 		for _, m := range c.VolumeMounts {
-			if m.MountPath != cache {
+			if m.MountPath != cache && !strings.HasPrefix(cache, m.MountPath+"/") {
 				continue
 			}
 			for _, v := range pod.Volumes {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"capsule/runtimes"
 	"capsule/supervisor"
 	"capsule/supervisor/isolation"
+	"capsule/supervisor/snapcache"
 	"capsule/worker/lockdown"
 )
 
@@ -49,8 +49,7 @@ func doctor(args []string) int {
 	c.cfg.RequireHardening = false
 	sup, err := c.newSupervisor(c.logger("capsule"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "capsule doctor:", err)
-		return exitCodeError
+		return startFailed("doctor", err)
 	}
 	defer sup.Close()
 	cg := sup.Cgroup()
@@ -59,6 +58,7 @@ func doctor(args []string) int {
 	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
 		layers = append(layers, checkRuntime(sup, lang))
 	}
+	layers = append(layers, cacheLayer(sup)) // after the runtimes filled it
 
 	status := exitOK
 	for _, l := range layers {
@@ -116,9 +116,29 @@ func hardeningLayers(opts isolation.Options) []doctorLayer {
 	out = append(out, doctorLayer{Name: ids.Name, Active: ids.Active, Reason: ids.Reason, hardening: true})
 	l, _ := lock.Layer(lockdown.LayerRlimits)
 	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason + fmt.Sprintf(
-		"; memory backstops: DATA at the memory limit + %s, worker RSS watchdog at the limit + %s",
+		"; memory backstops: DATA at the memory limit + scratch (Python) + %s, worker RSS watchdog at the limit + scratch (Python) + %s",
 		supervisor.Size(runtimes.WorkerDataOverhead), supervisor.Size(runtimes.WorkerRSSOverhead)), hardening: true})
 	return out
+}
+
+// cacheLayer says which snapshot cache directory the server uses, why it
+// is a private fallback if it is one, and how much it holds.
+func cacheLayer(sup *supervisor.Supervisor) doctorLayer {
+	st := sup.CacheStatus()
+	l := doctorLayer{Name: "cache", Active: st.Dir != "" && st.Fallback == "", info: true}
+	switch {
+	case st.Dir == "":
+		l.Reason = "no cache directory (no user cache directory): every start makes the snapshots again"
+	case st.Fallback != "":
+		l.Reason = fmt.Sprintf("private fallback %s, removed when the server stops (%s)", st.Dir, st.Fallback)
+	default:
+		l.Reason = fmt.Sprintf("%s: owner and mode checked, images verified by MAC", st.Dir)
+	}
+	if st.Dir != "" {
+		l.Reason += fmt.Sprintf("; %s on disk, %d interpreter snapshots (the newest %d of each kept)",
+			runtimes.FormatBytes(st.Bytes), st.Snapshots, snapcache.Keep)
+	}
+	return l
 }
 
 // checkAssets hashes every embedded runtime file and compares it with the

@@ -104,6 +104,13 @@ func startServer(t testing.TB, flags ...string) *testServer {
 // startServerEnv is startServer with extra environment variables.
 func startServerEnv(t testing.TB, extraEnv []string, flags ...string) *testServer {
 	t.Helper()
+	return startServerHook(t, extraEnv, nil, flags...)
+}
+
+// startServerHook is startServerEnv with a hook that may change the
+// server's command before it starts (its user, a wrapper).
+func startServerHook(t testing.TB, extraEnv []string, hook func(*exec.Cmd), flags ...string) *testServer {
+	t.Helper()
 	stderr := newSyncBuffer()
 	args := append([]string{"serve"}, flags...)
 	var cmd *exec.Cmd
@@ -113,6 +120,9 @@ func startServerEnv(t testing.TB, extraEnv []string, flags ...string) *testServe
 			cmd = exec.CommandContext(ctx, command, args...)
 			// A canary in the server's environment: no answer may ever contain it.
 			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), extraEnv...)
+			if hook != nil {
+				hook(cmd)
+			}
 			return cmd, nil
 		}))
 	if err != nil {

@@ -65,8 +65,7 @@ func execCommand(args []string) int {
 	logger := c.logger("capsule")
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "capsule exec:", err)
-		return exitCodeError
+		return startFailed("exec", err)
 	}
 	defer sup.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

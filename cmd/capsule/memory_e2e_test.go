@@ -106,3 +106,25 @@ func TestMemoryBombsStayBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestScratchCountedInBounds is W5: with --scratch 256MiB --memory 64MiB,
+// filling /tmp was killed at 193 MiB and answered as a memory limit. The
+// backstops now allow memory + scratch + overhead, so filling scratch ends
+// with limit scratch, and the worker stays within that bound.
+func TestScratchCountedInBounds(t *testing.T) {
+	s := startServer(t, append(noPool, "--memory", "64MiB", "--scratch", "256MiB", "--timeout", "60s")...)
+	settle(t, s)
+	fills := []struct{ name, code string }{
+		{"one file", "with open('big', 'wb') as f:\n    while True:\n        f.write(bytes(1 << 20))"},
+		{"many files", "import os\ni = 0\nwhile True:\n    with open(f'f{i}', 'wb') as f:\n        f.write(os.urandom(1 << 20))\n    i += 1"},
+	}
+	for _, f := range fills {
+		t.Run(f.name, func(t *testing.T) {
+			_, st := s.call(t, "execute_python", f.code)
+			if st.Limit == nil || *st.Limit != runtimes.LimitScratch || st.Error == nil ||
+				!strings.Contains(st.Error.Message, "scratch: limit of 256MiB reached") {
+				t.Fatalf("answer: limit %s, error %+v; want limit scratch naming 256MiB", fmtLimit(st.Limit), st.Error)
+			}
+		})
+	}
+}

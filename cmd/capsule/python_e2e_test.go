@@ -1,13 +1,17 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,23 +228,132 @@ func TestPythonPath(t *testing.T) {
 	}
 }
 
-// TestPythonPathRefused checks that capsule will not start with a python
-// path that cannot work.
-func TestPythonPathRefused(t *testing.T) {
+// readableTempDir is a temporary directory that the workers' host uid
+// (65534 when served as root) may enter, as the packages must be.
+func readableTempDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
-	writePackage(t, dir)
-	if err := os.WriteFile(filepath.Join(dir, "greet", "_speedups.cpython-311-x86_64-linux-gnu.so"), []byte("\x7fELF"), 0o644); err != nil {
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// writeZip writes a zip archive of the given entries, in order, names as
+// they are (a hostile archive's included).
+func writeZip(t *testing.T, path string, entries [][2]string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		w, err := zw.Create(e[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(e[1]))
+	}
+	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ path, want string }{
-		{dir, "compiled extension (greet/_speedups.cpython-311-x86_64-linux-gnu.so)"},
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPythonPathRefused checks that capsule will not start with a python
+// path that cannot work, or that would let a guest out of it (W6), and
+// that it exits with the usage status, as documented for every
+// configuration that cannot work (W7).
+func TestPythonPathRefused(t *testing.T) {
+	dir := readableTempDir(t)
+	newTree := func(name string) string {
+		tree := filepath.Join(dir, name)
+		writePackage(t, tree)
+		return tree
+	}
+	so := newTree("so")
+	if err := os.WriteFile(filepath.Join(so, "greet", "_speedups.cpython-311-x86_64-linux-gnu.so"), []byte("\x7fELF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linkOut := newTree("link-out")
+	if err := os.Symlink("/etc/passwd", filepath.Join(linkOut, "greet", "passwd.py")); err != nil {
+		t.Fatal(err)
+	}
+	dirLinkOut := newTree("dir-link-out")
+	if err := os.Symlink("/etc", filepath.Join(dirLinkOut, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	loop := newTree("loop")
+	if err := os.Symlink("..", filepath.Join(loop, "greet", "up")); err != nil {
+		t.Fatal(err)
+	}
+	fifo := newTree("fifo")
+	if err := syscall.Mkfifo(filepath.Join(fifo, "pipe.py"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zips := map[string][][2]string{
+		"dotdot.zip":    {{"ok.py", "x = 1"}, {"../evil.py", "x = 2"}},
+		"absolute.zip":  {{"/abs.py", "x = 1"}},
+		"duplicate.zip": {{"dup.py", "x = 1"}, {"dup.py", "x = 2"}},
+		"file-dir.zip":  {{"pkg", "x = 1"}, {"pkg/mod.py", "x = 2"}},
+	}
+	for name, entries := range zips {
+		writeZip(t, filepath.Join(dir, name), entries)
+	}
+	cases := []struct{ path, want string }{
+		{so, "compiled extension (greet/_speedups.cpython-311-x86_64-linux-gnu.so)"},
 		{filepath.Join(dir, "missing"), "no such file or directory"},
-		{filepath.Join(dir, "tally.py"), "not a directory or a zip archive"},
-	} {
-		cmd := exec.Command(capsuleBin, "exec", "python", "--python-path", c.path, "-c", "1")
-		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), c.want) {
-			t.Errorf("--python-path %s: err %v, output %q, want it refused with %q", c.path, err, out, c.want)
+		{filepath.Join(so, "tally.py"), "not a usable directory or zip archive"},
+		{linkOut, "greet/passwd.py is a link that leads out of the directory"},
+		{dirLinkOut, "etc is a link that leads out of the directory"},
+		{loop, "a link loop"},
+		{fifo, "pipe.py is not a regular file"},
+		{filepath.Join(dir, "dotdot.zip"), `invalid path "../evil.py"`},
+		{filepath.Join(dir, "absolute.zip"), `invalid path "/abs.py"`},
+		{filepath.Join(dir, "duplicate.zip"), `holds "dup.py" twice`},
+		{filepath.Join(dir, "file-dir.zip"), `holds "pkg" both as a file and as a directory`},
+	}
+	if os.Geteuid() == 0 {
+		// Served as root, workers read the packages as host uid 65534.
+		rootOnly := newTree("root-only")
+		if err := os.Chmod(filepath.Join(rootOnly, "tally.py"), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		cases = append(cases, struct{ path, want string }{rootOnly, "tally.py is not readable by the workers' host uid 65534"})
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			for _, args := range [][]string{{"exec", "python", "-c", "1"}, {"serve"}} {
+				cmd := exec.Command(capsuleBin, append(args, "--python-path", c.path)...)
+				cmd.Env = serverEnv()
+				out, err := cmd.CombinedOutput()
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+					t.Errorf("capsule %s --python-path %s: err %v, output %q; want exit status 2 with %q", args[0], c.path, err, out, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPythonPathLinksInside: a link that stays inside the package
+// directory is followed, and what passed the start-up check imports in
+// every call.
+func TestPythonPathLinksInside(t *testing.T) {
+	dir := readableTempDir(t)
+	tree := filepath.Join(dir, "pkgs")
+	writePackage(t, tree)
+	if err := os.Symlink("tally.py", filepath.Join(tree, "alias.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("greet", filepath.Join(tree, "salute")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--python-path", tree)
+	for range 3 {
+		res, st := s.call(t, "execute_python", "import alias, salute.words\n[alias.total([2, 3]), salute.words.hello('x')]")
+		check(t, res, st, expectation{result: `[5,"hello, x"]`})
 	}
 }

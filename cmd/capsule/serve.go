@@ -65,8 +65,7 @@ func serve(args []string) int {
 	c.cfg.Prewarm = true
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
-		logger.Error("cannot start", "error", err)
-		return exitCodeError
+		return startFailed("serve", err)
 	}
 	defer sup.Close()
 

@@ -394,14 +394,14 @@ build_sqlite() {
 	../configure --disable-tcl >configure.log 2>&1 || { cat configure.log >&2; exit 1; }
 	make -j"$jobs" sqlite3.c >make.log 2>&1 || { tail -n 40 make.log >&2; exit 1; }
 	# Threads, extension loading, WAL and mmap do not exist in the sandbox;
-	# "unix-none" is the VFS without file locking; temporary tables live in
-	# memory because there is no writable file system.
+	# the default "unix" VFS locks connections of one call against each
+	# other in its own tables (sqlite-wasi.h says why that is all a guest
+	# needs); temporary tables live in memory.
 	$wasm_cc -O2 -g0 $repro_cflags -c sqlite3.c -o sqlite3.o \
 		-include "$here/wasi/sqlite-wasi.h" \
 		-DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
 		-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_TEMP_STORE=3 -DSQLITE_ENABLE_MATH_FUNCTIONS \
-		-D_WASI_EMULATED_MMAN -D_WASI_EMULATED_GETPID \
-		-DSQLITE_DEFAULT_UNIX_VFS='"unix-none"' 2>cc.log || { cat cc.log >&2; exit 1; }
+		-D_WASI_EMULATED_MMAN -D_WASI_EMULATED_GETPID 2>cc.log || { cat cc.log >&2; exit 1; }
 	llvm-ar rcs "$prefix/lib/libsqlite3.a" sqlite3.o
 	cp sqlite3.h sqlite3ext.h "$prefix/include/"
 	phase "sqlite3 done"

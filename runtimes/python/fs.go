@@ -47,7 +47,10 @@ type inflatedEntry struct {
 	err  error
 }
 
-// newZipFS indexes the archive.
+// newZipFS indexes the archive, refusing one whose entries could not all
+// be served alike in every call: a name that is absolute or climbs out
+// with "..", a name given twice, a name that is both a file and a
+// directory, or a compression method other than store and deflate.
 func newZipFS(archive []byte) (*zipFS, error) {
 	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
 	if err != nil {
@@ -59,13 +62,21 @@ func newZipFS(archive []byte) (*zipFS, error) {
 		inflated: map[string]*inflatedEntry{},
 		dirs:     map[string][]fs.DirEntry{".": nil},
 	}
+	explicitDirs := map[string]bool{}
 	for _, f := range zr.File {
-		name := f.Name
-		if strings.HasSuffix(name, "/") {
+		name, isDir := strings.CutSuffix(f.Name, "/")
+		if !fs.ValidPath(name) || name == "." {
+			return nil, fmt.Errorf("invalid path %q in the archive: absolute, empty, or with \"..\" or \".\" elements", f.Name)
+		}
+		if isDir {
+			explicitDirs[name] = true
 			continue // directories are implied by their files
 		}
-		if !fs.ValidPath(name) {
-			return nil, fmt.Errorf("invalid path %q in the archive", name)
+		if _, dup := s.files[name]; dup {
+			return nil, fmt.Errorf("the archive holds %q twice", name)
+		}
+		if f.Method != zip.Store && f.Method != zip.Deflate {
+			return nil, fmt.Errorf("entry %q: compression method %d; only store and deflate are read", name, f.Method)
 		}
 		s.files[name] = f
 		if f.Method == zip.Store {
@@ -78,6 +89,11 @@ func newZipFS(archive []byte) (*zipFS, error) {
 			s.inflated[name] = &inflatedEntry{}
 		}
 		s.addDirEntry(name, memInfo{name: path.Base(name), size: int64(f.UncompressedSize64), mode: 0o444})
+	}
+	for name := range s.files {
+		if _, both := s.dirs[name]; both || explicitDirs[name] {
+			return nil, fmt.Errorf("the archive holds %q both as a file and as a directory", name)
+		}
 	}
 	for _, entries := range s.dirs {
 		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })

@@ -244,10 +244,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		if packages, err = OpenPackages(cfg.PythonPath); err != nil {
 			return fail(err)
 		}
-		if packagesFS, err = newZipFS(packages.archive); err != nil {
-			packages.Close()
-			return fail(fmt.Errorf("python path %s: %w", cfg.PythonPath, err))
-		}
+		packagesFS = packages.fs
 	}
 	mod, err := rt.CompileModule(cfg.CompileContext(ctx), pythonWasm)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -36,7 +37,7 @@ const (
 	opSyscall   = 1 // trap(args...); an error fails the spawn unless mayFail
 	opWriteFile = 2 // open args[0] write-only, write args[2] bytes at args[1], close
 	opSigReset  = 3 // every signal with a handler other than SIG_IGN gets SIG_DFL
-	opWaitGo    = 4 // wait until the parent sets vforkProgram.goAhead
+	opWaitGo    = 4 // wait until the parent sets vforkProgram.goAhead, for at most the timespec at args[1]
 )
 
 // vforkStep is one action of the child. Pointers are stored as uintptr:
@@ -225,15 +226,21 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 		v.addSyscall("setpgid", false, syscall.SYS_SETPGID, 0, 0)
 	}
 	if v.parentMaps {
-		if v.attr.Pdeathsig != 0 {
-			// The parent is not suspended here: should the server die
-			// before it writes the maps, the child must not wait for
-			// them for ever, holding the server's descriptors (its
-			// listening socket, its stderr). setuid below clears this,
-			// so it is set again after.
-			v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
-		}
-		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{uintptr(unsafe.Pointer(&v.prog.goAhead))}})
+		// The child runs beside the parent, with a copy of every one of
+		// its descriptors until close_range. Should the server die before
+		// it says go, the child must not wait forever holding them (a
+		// test's stderr pipe stayed open for 20 minutes): it dies with
+		// the parent, and gives up after waitGoTimeout regardless. The
+		// change of ids below clears the death signal; it is set again
+		// after them.
+		v.addSyscall("prctl(PR_SET_PDEATHSIG) while waiting", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL))
+		ts := syscall.NsecToTimespec(int64(waitGoTimeout))
+		tsBuf := unsafe.Slice((*byte)(unsafe.Pointer(&ts)), unsafe.Sizeof(ts))
+		buf := append([]byte(nil), tsBuf...)
+		v.keep = append(v.keep, buf)
+		v.add("waiting for the id maps", vforkStep{op: opWaitGo, args: [6]uintptr{
+			uintptr(unsafe.Pointer(&v.prog.goAhead)), uintptr(unsafe.Pointer(&buf[0])),
+		}})
 	}
 	if c := v.attr.Credential; c != nil {
 		// As os/exec does (setgroups is denied in the namespace, hence
@@ -243,10 +250,9 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 		v.addSyscall("setuid", false, syscall.SYS_SETUID, uintptr(c.Uid))
 	}
 	if v.attr.Pdeathsig != 0 {
-		// Without parent maps, the parent thread is suspended in clone
-		// until execve, so it can only die with the whole server before
-		// this step; then the worker's ipc pipes are closed and it exits
-		// on reading them.
+		// The parent thread is suspended in clone until execve, so it can
+		// only die with the whole server before this step; then the
+		// worker's ipc pipes are closed and it exits on reading them.
 		v.addSyscall("prctl(PR_SET_PDEATHSIG)", false, syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(v.attr.Pdeathsig))
 	}
 	if cmd.Dir != "" {
@@ -294,6 +300,11 @@ func prepareVfork(cmd *exec.Cmd) (v *vforkSpawn, err error) {
 	v.prog.nsteps = uintptr(len(v.steps))
 	return v, nil
 }
+
+// waitGoTimeout bounds how long a child waits for its parent to write its
+// id maps: microseconds normally; seconds only on a host so loaded that
+// the spawn had better fail.
+const waitGoTimeout = 10 * time.Second
 
 // ownID reports whether the map (of at most one id, see vforkSupported)
 // is absent or maps to id, the server's own.

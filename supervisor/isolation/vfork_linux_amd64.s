@@ -36,6 +36,7 @@
 #define AT_FDCWD -100
 #define O_WRONLY_CLOEXEC 0x80001
 #define EINVAL 22
+#define ETIMEDOUT 110
 #define EIO 5
 #define EXIT_FAILED 127
 
@@ -184,9 +185,12 @@ opWaitGo:
 	MOVQ	$SYS_futex, AX
 	XORQ	SI, SI			// FUTEX_WAIT, shared
 	XORQ	DX, DX			// while the word is 0
-	XORQ	R10, R10		// no timeout
+	MOVQ	S_ARG1(R14), R10	// for at most this long (a timespec)
 	SYSCALL
-	JMP	opWaitGo
+	CMPQ	AX, $-ETIMEDOUT
+	JNE	opWaitGo
+	MOVQ	$ETIMEDOUT, AX		// the parent never said go: give up
+	JMP	fail
 
 done:
 	INCQ	BX

@@ -1,0 +1,312 @@
+// Package snapcache makes and keeps each interpreter snapshot: the image of
+// an interpreter right after its start-up (see runtimes/internal/snapshot),
+// which every worker maps instead of starting one, and the compiled image
+// of its module.
+//
+// An entry is made once by a trusted snapshot worker (it reads no request;
+// the supervisor runs it through Options.Make), kept in the cache directory
+// and held in a sealed memfd that every worker gets as a read-only
+// descriptor: a file that was verified once and cannot change afterwards,
+// whatever happens to the cache directory, and whose pages all workers
+// share. One made for another binary or other limits has another key,
+// hence another file name, and is never looked at.
+package snapcache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// makeTimeout is the last bound on a snapshot worker, which compiles the
+// module (over ten seconds of CPU into an empty cache, minutes of wall
+// time on a saturated host) and starts the interpreter once; the Maker
+// bounds it by its progress well before.
+const makeTimeout = 20 * time.Minute
+
+// Name names one entry: a language's interpreter, or a variant of it (the
+// same interpreter with more modules imported before the image is taken).
+// Every entry is made, verified and sealed alike.
+type Name struct {
+	Language string
+	// Variant is empty for the language's plain interpreter.
+	Variant string
+}
+
+// String is the name as it appears in file names and logs: the language,
+// then the variant if any.
+func (n Name) String() string {
+	if n.Variant == "" {
+		return n.Language
+	}
+	return n.Language + "-" + n.Variant
+}
+
+// Maker runs a snapshot worker for name that writes the interpreter
+// snapshot into snapshot and the compiled image into code, both empty
+// memfds, and returns once the worker has exited. key is what the worker
+// stamps the snapshot with. It must give up when ctx ends.
+type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) error
+
+// Options configure a Cache.
+type Options struct {
+	// Dir is the cache directory; empty keeps nothing on disk (every
+	// start makes the snapshots again).
+	Dir string
+	// Root is the user's cache root above Dir (os.UserCacheDir): Dir
+	// and every directory between Root and it are checked. When Dir is
+	// not below Root, only Dir itself is.
+	Root string
+	// Key returns the part of an entry's key that the supervisor knows:
+	// the interpreter's identity, the limits it was made for, the
+	// packages it imports. The cache adds the binary's build and the CPU.
+	Key func(Name) (string, error)
+	// MaxBytes bounds each stored file: a larger one is refused unread.
+	MaxBytes int64
+	// Make runs a snapshot worker.
+	Make Maker
+	// Stopped, when not nil, ends when the server stops: a snapshot being
+	// made is then given up, so that a stop never waits for it.
+	Stopped context.Context
+	// Log receives what the cache refuses or cannot do.
+	Log hclog.Logger
+}
+
+// Snapshot is one ready entry: sealed, read-only descriptors that a worker
+// gets as its ipc.SnapshotFD and ipc.ImageFD.
+type Snapshot struct {
+	// Image is the interpreter snapshot, Code the compiled module.
+	Image, Code *os.File
+	// Key is the full key the snapshot was made and stamped with.
+	Key string
+}
+
+// Cache holds the entries made or loaded so far, and the verified cache
+// directory they are kept in.
+type Cache struct {
+	opts Options
+	// dir is the verified cache directory, nil without one; every file
+	// operation is relative to it. private says it is a directory this
+	// server made for itself (removed at Close), fallback why.
+	dir      *os.File
+	private  bool
+	fallback string
+	// key is the MAC key of the stored images.
+	key []byte
+	mu  sync.Mutex
+	by  map[Name]*entry
+}
+
+type entry struct {
+	once sync.Once
+	snap *Snapshot
+}
+
+// Open checks the cache directory (see openDir) and reads or creates its
+// MAC key. An unsafe directory is an error wrapping ErrUnsafeDir, except
+// for root, which falls back to a private directory it creates and logs
+// why: a root server must not load what another user could have written.
+func Open(opts Options) (*Cache, error) {
+	c := &Cache{opts: opts, by: map[Name]*entry{}}
+	if opts.Dir == "" {
+		return c, nil
+	}
+	dir, err := openDir(opts.Root, opts.Dir)
+	if errors.Is(err, ErrUnsafeDir) && os.Geteuid() == 0 {
+		c.fallback = err.Error()
+		if dir, err = privateDir(); err == nil {
+			c.private = true
+			opts.Log.Warn("the cache directory is unsafe: using a private one of this server's, so every start makes the snapshots again",
+				"reason", c.fallback, "dir", dir.Name())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	if c.key, err = loadKey(int(dir.Fd())); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cache directory %s: %w", dir.Name(), err)
+	}
+	return c, nil
+}
+
+// Get returns name's snapshot, loading or making it on the first call;
+// concurrent callers wait for that. Without one (it could not be made: the
+// reason is logged once) it returns nil, and workers start their
+// interpreter cold.
+func (c *Cache) Get(name Name) *Snapshot {
+	c.mu.Lock()
+	e, ok := c.by[name]
+	if !ok {
+		e = &entry{}
+		c.by[name] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		start := time.Now()
+		snap, made, err := c.load(name)
+		if err != nil {
+			c.opts.Log.Error("no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU",
+				"snapshot", name.String(), "error", err)
+			return
+		}
+		e.snap = snap
+		c.opts.Log.Debug("interpreter snapshot ready", "snapshot", name.String(), "key", snap.Key, "made", made,
+			"duration", time.Since(start))
+	})
+	return e.snap
+}
+
+// Close releases the sealed files and the directory, and removes a
+// private directory. Workers that have the files keep their own
+// descriptors.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.by {
+		e.once.Do(func() {})
+		if e.snap != nil {
+			e.snap.Image.Close()
+			e.snap.Code.Close()
+		}
+	}
+	if c.dir != nil {
+		if c.private {
+			os.RemoveAll(c.dir.Name())
+		}
+		c.dir.Close()
+		c.dir = nil
+	}
+}
+
+// artifacts are the file name prefixes of what a snapshot worker makes: the
+// interpreter snapshot and the compiled image.
+var artifacts = [2]string{"snapshot-", "code-"}
+
+// fullKey is name's whole key: its name, then a hash of the supervisor's
+// part and of the build key, since the compiled code also depends on the
+// compiler (capsule's own build, wazero's patches included) and the CPU.
+// Files are named ARTIFACT + key + ".img"; the dot keeps one name's files
+// apart from another's ("python." is no prefix of "python-sympy.").
+func (c *Cache) fullKey(name Name) (string, error) {
+	if !validName(name.Language) || (name.Variant != "" && !validName(name.Variant)) {
+		return "", fmt.Errorf("invalid snapshot name %q: want lower-case letters, digits and _", name.String())
+	}
+	part, err := c.opts.Key(name)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(part + "\x00" + buildKey()))
+	return name.String() + "." + hex.EncodeToString(h[:16]), nil
+}
+
+func validName(s string) bool {
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// load finds name's snapshot and compiled image in the cache directory,
+// verified, or makes them.
+func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
+	key, err := c.fullKey(name)
+	if err != nil {
+		return nil, false, err
+	}
+	var files [2]*os.File
+	var names [2]string
+	for i, a := range artifacts {
+		names[i] = a + key + ".img"
+	}
+	if c.dir != nil {
+		if files, err = c.read(names); err == nil {
+			c.touch(names[0])
+			return &Snapshot{Image: files[0], Code: files[1], Key: key}, false, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			c.opts.Log.Warn("interpreter snapshot refused; making it again", "dir", c.dir.Name(), "error", err)
+		}
+		for _, n := range names {
+			c.remove(n)
+			c.remove(n + macSuffix)
+		}
+	}
+	made2, err := c.make(name, key)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, f := range made2 {
+		if c.dir != nil {
+			if err := storeImage(f, int(c.dir.Fd()), names[i], c.key); err != nil {
+				// It works; only the next start pays for it again.
+				c.opts.Log.Warn("cannot keep the interpreter snapshot in the cache", "dir", c.dir.Name(), "error", err)
+			}
+		}
+		if files[i], err = seal(f); err != nil {
+			return nil, false, err
+		}
+	}
+	if c.dir != nil {
+		c.prune(name)
+	}
+	return &Snapshot{Image: files[0], Code: files[1], Key: key}, true, nil
+}
+
+// read reads both stored files of an entry, verified.
+func (c *Cache) read(names [2]string) ([2]*os.File, error) {
+	var files [2]*os.File
+	for i, n := range names {
+		f, err := readVerified(int(c.dir.Fd()), n, c.key, c.opts.MaxBytes)
+		if err != nil {
+			if i == 1 {
+				files[0].Close()
+			}
+			return [2]*os.File{}, err
+		}
+		files[i] = f
+	}
+	return files, nil
+}
+
+// make runs a snapshot worker that writes the snapshot and the compiled
+// image into new memfds.
+func (c *Cache) make(name Name, key string) ([2]*os.File, error) {
+	var files [2]*os.File
+	closeAll := func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	for i := range files {
+		f, err := newMemfd("capsule-" + artifacts[i] + name.String())
+		if err != nil {
+			closeAll()
+			return files, err
+		}
+		files[i] = f
+	}
+	parent := c.opts.Stopped
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, makeTimeout)
+	defer cancel()
+	if err := c.opts.Make(ctx, name, key, files[0], files[1]); err != nil {
+		closeAll()
+		return files, fmt.Errorf("snapshot worker: %w", err)
+	}
+	return files, nil
+}

@@ -1,0 +1,409 @@
+package snapcache
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"capsule/worker/lockdown/unprivileged"
+)
+
+// TestUnprivileged re-runs this package's tests as uid/gid 65534 when the
+// suite runs as root: an ordinary user's server refuses what a root one
+// falls back from.
+func TestUnprivileged(t *testing.T) { unprivileged.Rerun(t, "TestUnprivileged") }
+
+var python = Name{Language: "python"}
+
+// fakeImage is what the fake snapshot worker writes: a header, a run of
+// zeros (a hole once stored) and a tail, different for each key.
+func fakeImage(key string, i int) []byte {
+	b := make([]byte, 256<<10)
+	copy(b, fmt.Sprintf("image %d of %s", i, key))
+	copy(b[200<<10:], "tail")
+	return b
+}
+
+// harness is a cache directory and a snapshot worker that counts its runs.
+type harness struct {
+	root, dir string
+	makes     atomic.Int32
+	version   string // part of the key: another value is another entry
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	root := t.TempDir()
+	return &harness{root: root, dir: filepath.Join(root, "capsule", "1.0"), version: "v1"}
+}
+
+func (h *harness) open(t *testing.T) (*Cache, error) {
+	t.Helper()
+	return Open(Options{
+		Dir:      h.dir,
+		Root:     h.root,
+		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
+		MaxBytes: 1 << 20,
+		Log:      hclog.NewNullLogger(),
+		Make: func(_ context.Context, n Name, key string, image, code *os.File) error {
+			h.makes.Add(1)
+			for i, f := range []*os.File{image, code} {
+				if _, err := f.WriteAt(fakeImage(key, i), 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}
+
+// get opens a cache, gets python's snapshot within a bounded time, checks
+// its contents and closes the cache.
+func (h *harness) get(t *testing.T) {
+	t.Helper()
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := make(chan *Snapshot, 1)
+	go func() { got <- c.Get(python) }()
+	var s *Snapshot
+	select {
+	case s = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Get did not return within 20s")
+	}
+	if s == nil {
+		t.Fatal("no snapshot")
+	}
+	for i, f := range []*os.File{s.Image, s.Code} {
+		b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, fakeImage(s.Key, i)) {
+			t.Fatalf("file %d of the snapshot holds other bytes than were made", i)
+		}
+	}
+}
+
+// files lists the snapshot files in the harness's directory.
+func (h *harness) files(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(h.dir, pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMadeOnceThenLoaded(t *testing.T) {
+	h := newHarness(t)
+	h.get(t)
+	h.get(t)
+	if n := h.makes.Load(); n != 1 {
+		t.Fatalf("made %d times, want once and then loaded", n)
+	}
+	if imgs := h.files(t, "*.img"); len(imgs) != 2 {
+		t.Fatalf("stored %v, want a snapshot and a compiled image", imgs)
+	}
+	st, err := os.Stat(filepath.Join(h.dir, keyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v; want mode 0600", st, err)
+	}
+}
+
+// TestTamperedImageRefused is W1: an image edited by someone who also
+// recomputes the hash recorded beside it (the old format's SHA-256, or the
+// size the record states) is refused and made again; so is an image
+// copied from another cache directory, whose MAC key differs.
+func TestTamperedImageRefused(t *testing.T) {
+	h := newHarness(t)
+	h.get(t)
+	img := h.files(t, "snapshot-*.img")[0]
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b, "PWNED!")
+	sum := sha256.Sum256(b)
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := fmt.Sprintf("v1 %d %s\n", len(b), hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(img+macSuffix, []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.get(t)
+	if n := h.makes.Load(); n != 2 {
+		t.Fatalf("made %d times: the tampered image was loaded", n)
+	}
+
+	other := newHarness(t)
+	other.get(t)
+	for _, f := range other.files(t, "*.img*") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.dir, filepath.Base(f)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.get(t)
+	if n := h.makes.Load(); n != 3 {
+		t.Fatalf("made %d times: an image signed with another cache's key was loaded", n)
+	}
+}
+
+// TestUnsafeDirectory is W1: a cache directory, or one between the user's
+// cache root and it, that someone else could write is refused by an
+// ordinary user's server; a root server uses a private directory instead.
+func TestUnsafeDirectory(t *testing.T) {
+	cases := []struct {
+		name  string
+		root  bool // needs root to set up
+		spoil func(h *harness) error
+	}{
+		{"world-writable directory", false, func(h *harness) error { return os.Chmod(h.dir, 0o777) }},
+		{"group-writable parent", false, func(h *harness) error { return os.Chmod(filepath.Dir(h.dir), 0o770) }},
+		{"world-writable cache root", false, func(h *harness) error { return os.Chmod(h.root, 0o777) }},
+		{"sticky but group-writable parent", false, func(h *harness) error { return os.Chmod(filepath.Dir(h.dir), os.ModeSticky|0o770) }},
+		{"directory owned by nobody", true, func(h *harness) error { return os.Chown(h.dir, 65534, 65534) }},
+		{"directory is a symbolic link", false, func(h *harness) error {
+			elsewhere := filepath.Join(h.root, "elsewhere")
+			if err := os.Mkdir(elsewhere, 0o700); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(h.dir); err != nil {
+				return err
+			}
+			return os.Symlink(elsewhere, h.dir)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.root && os.Geteuid() != 0 {
+				t.Skip("needs root to set up")
+			}
+			h := newHarness(t)
+			if err := os.MkdirAll(h.dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.spoil(h); err != nil {
+				t.Fatal(err)
+			}
+			c, err := h.open(t)
+			if os.Geteuid() != 0 {
+				if !errors.Is(err, ErrUnsafeDir) {
+					t.Fatalf("opened an unsafe cache directory: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := c.Status()
+			private := st.Dir
+			if st.Fallback == "" || private == h.dir || !strings.Contains(st.Fallback, "unsafe") {
+				t.Errorf("status %+v: want a fallback to a private directory", st)
+			}
+			c.Get(python)
+			if len(h.files(t, "*.img")) != 0 {
+				t.Error("the unsafe directory was written to")
+			}
+			c.Close()
+			if _, err := os.Stat(private); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the private directory %s outlived the cache: %v", private, err)
+			}
+		})
+	}
+}
+
+// TestStickyRoot: a cache root that others may write but that is sticky
+// (a tmpfs mounted 1777, as in docs/deploy.md's container) is accepted:
+// nobody else can rename or remove the directories capsule makes in it.
+func TestStickyRoot(t *testing.T) {
+	h := newHarness(t)
+	if err := os.Chmod(h.root, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := c.Status(); st.Fallback != "" || st.Dir != h.dir {
+		t.Fatalf("status %+v: want the configured directory", st)
+	}
+}
+
+// TestHostileFiles is W2: whatever stands in place of a stored file (a
+// link to an endless device, a FIFO, a huge file) is refused unread and
+// without blocking, and the entry is made again.
+func TestHostileFiles(t *testing.T) {
+	fifo := func(path string) error { os.Remove(path); return syscall.Mkfifo(path, 0o600) }
+	zero := func(path string) error { os.Remove(path); return os.Symlink("/dev/zero", path) }
+	huge := func(path string) error { return os.Truncate(path, 1<<40) }
+	cases := []struct {
+		name  string
+		file  string // glob of the file to replace
+		plant func(path string) error
+	}{
+		{"record links to /dev/zero", "snapshot-*.img.mac", zero},
+		{"record is a FIFO", "snapshot-*.img.mac", fifo},
+		{"record is huge", "code-*.img.mac", huge},
+		{"image is a FIFO", "snapshot-*.img", fifo},
+		{"image links to /dev/zero", "code-*.img", zero},
+		{"image is huge", "snapshot-*.img", huge},
+		{"key file links to /dev/zero", keyFile, zero},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.get(t)
+			if err := tc.plant(h.files(t, tc.file)[0]); err != nil {
+				t.Fatal(err)
+			}
+			h.get(t) // bounded in time, checks the bytes
+			if n := h.makes.Load(); n != 2 {
+				t.Fatalf("made %d times, want the refused entry made again", n)
+			}
+			h.get(t)
+			if n := h.makes.Load(); n != 2 {
+				t.Fatalf("made %d times: the entry made again was not kept", n)
+			}
+		})
+	}
+}
+
+// TestPlantedLinksNotFollowed is W3: links planted at the names the cache
+// writes (the old format's temporary names included) are never written
+// through.
+func TestPlantedLinksNotFollowed(t *testing.T) {
+	h := newHarness(t)
+	h.get(t)
+	victim := filepath.Join(h.root, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var planted []string
+	for _, img := range h.files(t, "*.img") {
+		os.Remove(img)
+		for _, name := range []string{img, img + macSuffix, img + ".sha256.tmp", img + macSuffix + ".tmp", img + ".sha256"} {
+			os.Remove(name)
+			if err := os.Symlink(victim, name); err != nil {
+				t.Fatal(err)
+			}
+			planted = append(planted, name)
+		}
+	}
+	h.get(t)
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+		t.Fatalf("the victim now holds %q (%v)", b, err)
+	}
+	h.get(t)
+	if n := h.makes.Load(); n != 2 {
+		t.Fatalf("made %d times, want twice", n)
+	}
+}
+
+// TestOldEntriesPruned is W7: making an entry keeps only the Keep newest of
+// its name, and removes the old format's files; other names are left.
+func TestOldEntriesPruned(t *testing.T) {
+	h := newHarness(t)
+	if err := os.MkdirAll(h.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	legacy := filepath.Join(h.dir, "snapshot-python-0123456789abcdef-fedcba9876543210.img")
+	for _, f := range []string{legacy, legacy + ".sha256"} {
+		if err := os.WriteFile(f, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Get(Name{Language: "python", Variant: "sympy"}) == nil {
+		t.Fatal("no variant snapshot")
+	}
+	c.Close()
+	for i := range Keep + 2 {
+		h.version = fmt.Sprintf("v%d", i)
+		h.get(t)
+		time.Sleep(10 * time.Millisecond) // distinct modification times
+	}
+	if got := h.files(t, "snapshot-python.*.img"); len(got) != Keep {
+		t.Errorf("%d python snapshots kept, want %d: %v", len(got), Keep, got)
+	}
+	if got := h.files(t, "code-python.*.img.mac"); len(got) != Keep {
+		t.Errorf("%d python code records kept, want %d: %v", len(got), Keep, got)
+	}
+	if got := h.files(t, "snapshot-python-sympy.*.img"); len(got) != 1 {
+		t.Errorf("the variant's snapshot was pruned with python's: %v", got)
+	}
+	if got := h.files(t, "*.sha256"); len(got) != 0 {
+		t.Errorf("old-format files left: %v", got)
+	}
+	// The newest is still loaded, not made again.
+	makes := h.makes.Load()
+	h.get(t)
+	if h.makes.Load() != makes {
+		t.Error("the newest entry was pruned")
+	}
+	c, err = h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := c.Status(); st.Snapshots != Keep+1 || st.Bytes <= 0 || st.Dir != h.dir || st.Fallback != "" {
+		t.Errorf("status %+v, want %d snapshots in %s", st, Keep+1, h.dir)
+	}
+}
+
+// TestKeyFileChecked: a key file others could read is replaced, and what
+// it signed is made again.
+func TestKeyFileChecked(t *testing.T) {
+	h := newHarness(t)
+	h.get(t)
+	if err := os.Chmod(filepath.Join(h.dir, keyFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.get(t)
+	if n := h.makes.Load(); n != 2 {
+		t.Fatalf("made %d times, want the entry made again under a new key", n)
+	}
+	st, err := os.Stat(filepath.Join(h.dir, keyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v, %v: want a new one of mode 0600", st, err)
+	}
+}
+
+func TestInvalidNames(t *testing.T) {
+	h := newHarness(t)
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []Name{{Language: "../x"}, {Language: "python", Variant: "a.b"}, {Language: "Python"}, {}} {
+		if c.Get(n) != nil {
+			t.Errorf("%+v: made an entry for an invalid name", n)
+		}
+	}
+}
