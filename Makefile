@@ -36,8 +36,11 @@ run: build
 
 assets: python-wasm javascript-wasm
 
+# The interpreter and its standard library, then the bundled packages,
+# whose bytecode must match the interpreter's.
 python-wasm:
 	runtimes/python/build.sh
+	runtimes/python/bundle.sh
 
 javascript-wasm:
 	runtimes/javascript/fetch.sh
