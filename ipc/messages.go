@@ -34,6 +34,9 @@ type Setup struct {
 	// PythonPath is the operator's directory or zip of pure-Python
 	// packages (an absolute path), or empty.
 	PythonPath string `json:"python_path,omitempty"`
+	// BundledPackages makes the Python runtime's bundled packages
+	// importable.
+	BundledPackages bool `json:"bundled_packages,omitempty"`
 }
 
 // Worker modes.

@@ -63,6 +63,9 @@ type Config struct {
 	// PythonPath is the operator's directory or zip of pure-Python
 	// packages, or empty.
 	PythonPath string
+	// BundledPackages makes the pure-Python packages embedded with the
+	// Python runtime importable (runtimes/python/bundle.sh).
+	BundledPackages bool
 }
 
 // CompileContext is the context a runtime compiles its own module under,

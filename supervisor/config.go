@@ -73,18 +73,23 @@ type Config struct {
 	// PythonPath is a directory or zip of the operator's pure-Python
 	// packages, importable read-only in every Python call; empty for none.
 	PythonPath string
+	// BundledPackages makes the pure-Python packages embedded with the
+	// Python runtime (sympy, networkx, ...) importable in every Python
+	// call, before PythonPath's.
+	BundledPackages bool
 }
 
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Limits:         DefaultLimits,
-		MaxConcurrency: runtime.NumCPU(),
-		MaxQueue:       256,
-		CacheDir:       DefaultCacheDir(),
-		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
-		PoolIdle:       time.Minute,
-		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
+		Limits:          DefaultLimits,
+		MaxConcurrency:  runtime.NumCPU(),
+		MaxQueue:        256,
+		CacheDir:        DefaultCacheDir(),
+		Pool:            map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
+		PoolIdle:        time.Minute,
+		BundledPackages: true,
+		Isolation:       isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
 }
 
@@ -222,7 +227,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
-	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only)")
+	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
+	e.Var(boolValue{&c.BundledPackages}, "bundled-packages", "CAPSULE_BUNDLED_PACKAGES", "make the bundled pure-Python packages (sympy, networkx, ...: see capsule version) importable in Python calls")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
 	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")

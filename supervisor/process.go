@@ -146,16 +146,17 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		close(p.exited)
 	}()
 	setup := ipc.Setup{
-		Protocol:     ipc.ProtocolVersion,
-		Language:     language,
-		MemoryBytes:  uint64(s.cfg.Limits.Memory),
-		MaxOutput:    int64(s.cfg.Limits.MaxOutput),
-		MaxTimeoutMS: s.cfg.Limits.MaxTimeout.Milliseconds(),
-		CacheDir:     cacheDir,
-		Mode:         mode,
-		SnapshotKey:  key,
-		ScratchBytes: int64(s.cfg.Limits.Scratch),
-		PythonPath:   s.cfg.PythonPath,
+		Protocol:        ipc.ProtocolVersion,
+		Language:        language,
+		MemoryBytes:     uint64(s.cfg.Limits.Memory),
+		MaxOutput:       int64(s.cfg.Limits.MaxOutput),
+		MaxTimeoutMS:    s.cfg.Limits.MaxTimeout.Milliseconds(),
+		CacheDir:        cacheDir,
+		Mode:            mode,
+		SnapshotKey:     key,
+		ScratchBytes:    int64(s.cfg.Limits.Scratch),
+		PythonPath:      s.cfg.PythonPath,
+		BundledPackages: s.cfg.BundledPackages,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()
