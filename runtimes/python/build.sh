@@ -47,16 +47,7 @@ repo=$(cd "$here/../.." && pwd)
 dist=$here/dist
 cache_root=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/python
 jobs=${CAPSULE_BUILD_JOBS:-$(nproc)}
-force=0
-for arg in "$@"; do
-	case $arg in
-	--force) force=1 ;;
-	*)
-		echo "usage: $0 [--force]" >&2
-		exit 2
-		;;
-	esac
-done
+parse_args "$@"
 
 # --- Tuning that goes into the binary ------------------------------------
 #
@@ -185,50 +176,15 @@ key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
 outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources)
 
-dist_complete() {
-	local f
-	for f in "${outputs[@]}"; do
-		[[ -e $dist/$f ]] || return 1
-	done
-}
-if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
-	echo "build.sh: dist/ is up to date ($key)"
-	exit 0
-fi
-
-install_dist() {
-	mkdir -p "$dist"
-	for f in "${outputs[@]}"; do
-		rm -rf "$dist/$f.tmp"
-		cp -a "$out/$f" "$dist/$f.tmp"
-		rm -rf "$dist/$f"
-		mv "$dist/$f.tmp" "$dist/$f"
-	done
-	echo "$key" >"$dist/KEY"
-}
-
-if ((!force)) && [[ -f $out/KEY ]]; then
-	install_dist
-	echo "build.sh: dist/ copied from the cache ($out)"
-	exit 0
-fi
+# Nothing to build when dist/ or the cache has this key's outputs.
+((force)) || dist_from_cache
 
 # --- Build ----------------------------------------------------------------
-start=$SECONDS
-work=$cache_root/work
-rm -rf "$work"
-mkdir -p "$work"
-# On failure, stop this script's own background builds before cleaning up.
-if [[ ${CAPSULE_BUILD_KEEP:-0} != 1 ]]; then
-	trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$work"' EXIT
-else
-	trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
-fi
+new_work
 prefix=$work/prefix
 mkdir -p "$prefix/include" "$prefix/lib"
 
 cd "$work"
-phase() { echo "build.sh: [$((SECONDS - start)) s] $*"; }
 extract() {
 	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
 		{ cat "$work/extract-$1.log" >&2; exit 1; }
@@ -631,12 +587,5 @@ done
 # The hashes of what the binary embeds: every file staged so far.
 (cd "$stage" && find . -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | xargs sha256sum) >"$work/ASSETS"
 mv "$work/ASSETS" "$stage/ASSETS"
-echo "$key" >"$stage/KEY"
-rm -rf "$out.tmp"
-mv "$stage" "$out.tmp"
-rm -rf "$out"
-mv "$out.tmp" "$out"
-install_dist
-# Keep the three most recent builds; older keys are dead recipes.
-ls -1dt "$cache_root"/py-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+keep_outputs "$stage" py-
 echo "build.sh: built in $((SECONDS - start)) s; dist/ and $out are up to date"

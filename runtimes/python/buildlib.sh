@@ -2,6 +2,22 @@
 # the interpreter and its standard library; bundle.sh, the bundled
 # packages). They source it; it runs nothing by itself.
 
+# parse_args sets force from the scripts' one option, --force (rebuild
+# even when dist/ or the cache already match the key).
+parse_args() {
+	local arg
+	force=0
+	for arg in "$@"; do
+		case $arg in
+		--force) force=1 ;;
+		*)
+			echo "usage: $0 [--force]" >&2
+			exit 2
+			;;
+		esac
+	done
+}
+
 # apt_state DIR TYPE sets up a private apt state in DIR whose entries, of
 # TYPE (deb-src for source packages, deb for binary packages), copy the
 # URIs, suites, components and keyring of the machine's own apt sources, so
@@ -126,4 +142,77 @@ with zipfile.ZipFile(out, "w") as z:
         with open(os.path.join(root, name), "rb") as f:
             z.writestr(info, f.read())
 PY
+}
+
+# The cached outputs. Both scripts set dist (where the binary embeds
+# them from), key (the recipe and inputs they were made from), cache_root,
+# out (the cache directory of that key) and outputs (the file and
+# directory names).
+
+# install_dist copies the outputs from $out into $dist and records $key.
+install_dist() {
+	local f
+	mkdir -p "$dist"
+	for f in "${outputs[@]}"; do
+		rm -rf "$dist/$f.tmp"
+		cp -a "$out/$f" "$dist/$f.tmp"
+		rm -rf "$dist/$f"
+		mv "$dist/$f.tmp" "$dist/$f"
+	done
+	echo "$key" >"$dist/KEY"
+}
+
+# new_work starts a build in $work ($cache_root/work, emptied), which is
+# removed at the script's exit unless CAPSULE_BUILD_KEEP=1; on failure the
+# script's own background builds are stopped first. phase reports progress
+# from here on.
+new_work() {
+	start=$SECONDS
+	work=$cache_root/work
+	rm -rf "$work"
+	mkdir -p "$work"
+	if [[ ${CAPSULE_BUILD_KEEP:-0} != 1 ]]; then
+		trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$work"' EXIT
+	else
+		trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
+	fi
+}
+
+phase() { echo "$(basename "$0"): [$((SECONDS - start)) s] $*"; }
+
+# keep_outputs STAGE PREFIX makes the outputs built in STAGE the cache's
+# for $key (in $out, under $cache_root), installs them in $dist, and keeps
+# only the three most recent builds whose keys start with PREFIX: older
+# keys are dead recipes.
+keep_outputs() {
+	echo "$key" >"$1/KEY"
+	rm -rf "$out.tmp"
+	mv "$1" "$out.tmp"
+	rm -rf "$out"
+	mv "$out.tmp" "$out"
+	install_dist
+	ls -1dt "$cache_root/$2"* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+}
+
+# dist_from_cache ends the script when $dist already holds $key's outputs,
+# or after copying them from the cache; it returns when they must be built.
+dist_from_cache() {
+	local f name me
+	name=$(basename "$(dirname "$dist")")/$(basename "$dist")
+	me=$(basename "$0")
+	if [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]]; then
+		local complete=1
+		for f in "${outputs[@]}"; do
+			[[ -e $dist/$f ]] || complete=0
+		done
+		if ((complete)); then
+			echo "$me: $name is up to date ($key)"
+			exit 0
+		fi
+	fi
+	if [[ -f $out/KEY ]]; then
+		install_dist
+		echo "$me: $name copied from the cache ($out)"
+		exit 0
+	fi
 }

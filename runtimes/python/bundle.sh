@@ -46,16 +46,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dist=$here/dist/bundle
 cache_root=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/python-bundle
 jobs=${CAPSULE_BUILD_JOBS:-$(nproc)}
-force=0
-for arg in "$@"; do
-	case $arg in
-	--force) force=1 ;;
-	*)
-		echo "usage: $0 [--force]" >&2
-		exit 2
-		;;
-	esac
-done
+parse_args "$@"
 
 # Where the guest finds the packages (python.go mounts the zip there):
 # Debian's own place for them.
@@ -215,43 +206,11 @@ key="bundle-$(sha256sum <<<"$key" | cut -c1-16)_r-$recipe_hash"
 out=$cache_root/$key
 outputs=(packages.zip ASSETS sources)
 
-dist_complete() {
-	local f
-	for f in "${outputs[@]}"; do
-		[[ -e $dist/$f ]] || return 1
-	done
-}
-if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
-	echo "bundle.sh: dist/bundle is up to date ($key)"
-	exit 0
-fi
-
-install_dist() {
-	mkdir -p "$dist"
-	for f in "${outputs[@]}"; do
-		rm -rf "$dist/$f.tmp"
-		cp -a "$out/$f" "$dist/$f.tmp"
-		rm -rf "$dist/$f"
-		mv "$dist/$f.tmp" "$dist/$f"
-	done
-	echo "$key" >"$dist/KEY"
-}
-
-if ((!force)) && [[ -f $out/KEY ]]; then
-	install_dist
-	echo "bundle.sh: dist/bundle copied from the cache ($out)"
-	exit 0
-fi
+# Nothing to build when dist/bundle or the cache has this key's outputs.
+((force)) || dist_from_cache
 
 # --- Build ------------------------------------------------------------------
-start=$SECONDS
-work=$cache_root/work
-rm -rf "$work"
-mkdir -p "$work"
-if [[ ${CAPSULE_BUILD_KEEP:-0} != 1 ]]; then
-	trap 'rm -rf "$work"' EXIT
-fi
-phase() { echo "bundle.sh: [$((SECONDS - start)) s] $*"; }
+new_work
 lib=$work/lib
 stage=$work/stage
 mkdir -p "$lib" "$stage/sources"
@@ -389,12 +348,5 @@ phase "zip"
 # (RATIONALE.md, "Bundled packages").
 zip_tree "$lib" "$stage/packages.zip" none
 (cd "$stage/.." && sha256sum stage/packages.zip | sed 's|  stage/|  bundle/|') >"$stage/ASSETS"
-echo "$key" >"$stage/KEY"
-rm -rf "$out.tmp"
-mv "$stage" "$out.tmp"
-rm -rf "$out"
-mv "$out.tmp" "$out"
-install_dist
-# Keep the three most recent builds.
-ls -1dt "$cache_root"/bundle-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+keep_outputs "$stage" bundle-
 echo "bundle.sh: built in $((SECONDS - start)) s ($(du -k "$dist/packages.zip" | cut -f1) KiB); dist/bundle and $out are up to date"
