@@ -169,27 +169,40 @@ choose() {
 	done
 }
 
-# deb_file PKG prints the path of the chosen version's .deb, downloaded
-# through apt (which checks it against the index) unless a file with the
-# index's SHA-256 is already there.
-deb_file() {
+# cached_deb PKG prints the path of the chosen version's .deb if a file
+# with the index's SHA-256 is in $debdir.
+cached_deb() {
 	local pkg=$1 v=${version[$1]} f
 	for f in "$debdir/${pkg}_${v#*:}_"*.deb; do
 		if [[ -f $f && $(sha256sum "$f" | cut -d' ' -f1) == "${deb_sha256[$pkg]}" ]]; then
 			echo "$f"
-			return
+			return 0
 		fi
 	done
-	(cd "$debdir" && apt-get "${apt_opts[@]}" -qq download "$pkg=$v") >"$aptdir/fetch-$pkg.log" 2>&1 ||
-		{ cat "$aptdir/fetch-$pkg.log" >&2; exit 1; }
-	for f in "$debdir/${pkg}_${v#*:}_"*.deb; do
-		if [[ -f $f && $(sha256sum "$f" | cut -d' ' -f1) == "${deb_sha256[$pkg]}" ]]; then
-			echo "$f"
-			return
-		fi
+	return 1
+}
+
+# download_debs downloads the chosen versions not in $debdir yet, in one
+# apt call (which checks each against the index; one call, since each
+# loads the whole index).
+download_debs() {
+	local entry pkg missing=()
+	for entry in "${bundled[@]}"; do
+		pkg=${entry%% *}
+		cached_deb "$pkg" >/dev/null || missing+=("$pkg=${version[$pkg]}")
 	done
-	echo "bundle.sh: apt downloaded $pkg $v, but no file with the index's SHA-256 ${deb_sha256[$pkg]}" >&2
-	exit 1
+	((${#missing[@]})) || return 0
+	(cd "$debdir" && apt-get "${apt_opts[@]}" -qq download "${missing[@]}") >"$aptdir/download.log" 2>&1 ||
+		{ cat "$aptdir/download.log" >&2; exit 1; }
+}
+
+# deb_file PKG prints the path of the chosen version's .deb, which
+# download_debs fetched.
+deb_file() {
+	cached_deb "$1" || {
+		echo "bundle.sh: apt downloaded $1 ${version[$1]}, but no file with the index's SHA-256 ${deb_sha256[$1]}" >&2
+		exit 1
+	}
 }
 
 choose
@@ -301,6 +314,8 @@ PY
 	fi
 }
 
+phase "downloading"
+download_debs
 phase "unpacking ${#bundled[@]} packages"
 for entry in "${bundled[@]}"; do
 	unpack "${entry%% *}" "${entry#* }"
