@@ -40,9 +40,12 @@ run: build
 assets: python-wasm javascript-wasm
 
 # Both runtime builds run Go tools of this module (the module preparation),
-# so wazero must be prepared first.
+# so wazero must be prepared first. Python: the interpreter and its
+# standard library, then the bundled packages, whose bytecode must match the
+# interpreter's.
 python-wasm: wazero
 	runtimes/python/build.sh
+	runtimes/python/bundle.sh
 
 javascript-wasm: wazero
 	runtimes/javascript/fetch.sh

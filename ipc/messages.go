@@ -40,6 +40,9 @@ type Setup struct {
 	// bytes, all together, and how many are sent (fileset.Limits).
 	MaxFilesOut      int64 `json:"max_files_out"`
 	MaxFilesOutCount int   `json:"max_files_out_count"`
+	// BundledPackages makes the Python runtime's bundled packages
+	// importable.
+	BundledPackages bool `json:"bundled_packages,omitempty"`
 }
 
 // Worker modes.

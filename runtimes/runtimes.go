@@ -71,6 +71,9 @@ type Config struct {
 	PythonPath string
 	// FilesOut bounds the files a run returns.
 	FilesOut fileset.Limits
+	// BundledPackages makes the pure-Python packages embedded with the
+	// Python runtime importable (runtimes/python/bundle.sh).
+	BundledPackages bool
 }
 
 // CompileContext is the context a runtime compiles its own module under,

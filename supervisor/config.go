@@ -83,18 +83,23 @@ type Config struct {
 	// PythonPath is a directory or zip of the operator's pure-Python
 	// packages, importable read-only in every Python call; empty for none.
 	PythonPath string
+	// BundledPackages makes the pure-Python packages embedded with the
+	// Python runtime (sympy, networkx, ...) importable in every Python
+	// call, before PythonPath's.
+	BundledPackages bool
 }
 
 // DefaultConfig returns the configuration with every default applied.
 func DefaultConfig() Config {
 	return Config{
-		Limits:         DefaultLimits,
-		MaxConcurrency: runtime.NumCPU(),
-		MaxQueue:       256,
-		CacheDir:       DefaultCacheDir(),
-		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
-		PoolIdle:       time.Minute,
-		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
+		Limits:          DefaultLimits,
+		MaxConcurrency:  runtime.NumCPU(),
+		MaxQueue:        256,
+		CacheDir:        DefaultCacheDir(),
+		Pool:            map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
+		PoolIdle:        time.Minute,
+		BundledPackages: true,
+		Isolation:       isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
 }
 
@@ -235,7 +240,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.MaxFilesIn, "max-files-in", "CAPSULE_MAX_FILES_IN", "limit on the files passed in to one call, all together (0: none may be)")
 	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
 	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
-	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only)")
+	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
+	e.Var(boolValue{&c.BundledPackages}, "bundled-packages", "CAPSULE_BUNDLED_PACKAGES", "make the bundled pure-Python packages (sympy, networkx, ...: see capsule version) importable in Python calls")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
 	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")

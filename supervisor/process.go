@@ -169,6 +169,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		MaxFilesIn:       int64(s.cfg.Limits.MaxFilesIn),
 		MaxFilesOut:      int64(s.cfg.Limits.MaxFilesOut),
 		MaxFilesOutCount: s.cfg.Limits.MaxFilesOutCount,
+		BundledPackages:  s.cfg.BundledPackages,
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

@@ -73,8 +73,12 @@ type Supervisor struct {
 	// pythonPackages names what --python-path offers, for the tool
 	// description.
 	pythonPackages []string
-	// packagesDigest is the SHA-256 of those packages, part of Python's
-	// snapshot key.
+	// bundled lists the bundled packages when they are on, for the tool
+	// description.
+	bundled []python.BundledPackage
+	// packagesDigest stands for what Python's imports see beyond the
+	// runtime's own files (--python-path's packages, the bundle switched
+	// off), part of Python's snapshot key; empty when there is nothing.
 	packagesDigest string
 }
 
@@ -97,8 +101,17 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		// Every Python call would fail on it.
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	var bundled []python.BundledPackage
+	if cfg.BundledPackages {
+		if bundled, err = python.Bundled(); err != nil {
+			return nil, err
+		}
+	} else {
+		packagesDigest = withoutBundle(packagesDigest)
+	}
 	s := &Supervisor{
 		pythonPackages: packages,
+		bundled:        bundled,
 		packagesDigest: packagesDigest,
 		cfg:            cfg,
 		log:            log,
@@ -488,6 +501,16 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 		args = append(args, "code", req.Code)
 	}
 	s.log.Info("execution", args...)
+}
+
+// withoutBundle turns the digest of --python-path's packages (empty for
+// none) into one that also says the bundled packages are off: the
+// snapshot's sys.path and import caches differ then. With the bundle on,
+// the default, the digest stays as it is: the runtime's identity covers
+// the bundle.
+func withoutBundle(packagesDigest string) string {
+	sum := sha256.Sum256([]byte("bundled-packages=false\x00" + packagesDigest))
+	return hex.EncodeToString(sum[:])
 }
 
 // checkPythonPath makes cfg.PythonPath absolute (workers start in /) and

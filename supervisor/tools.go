@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/runtimes/python"
 )
 
 // outputSchema describes Answer, the structuredContent of both tools.
@@ -312,6 +314,9 @@ func (s *Supervisor) files(l language) string {
 		return "There is no file system and no network"
 	}
 	var b strings.Builder
+	if len(s.bundled) > 0 {
+		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", bundledList(s.bundled))
+	}
 	if len(s.pythonPackages) > 0 {
 		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
 	}
@@ -324,4 +329,15 @@ func (s *Supervisor) files(l language) string {
 	}
 	b.WriteString(". There is no network")
 	return b.String()
+}
+
+// bundledList names the bundled packages as a call imports them, each with
+// its upstream version: "attr/attrs 22.2.0, bs4 4.11.2, ...".
+func bundledList(pkgs []python.BundledPackage) string {
+	items := make([]string, 0, len(pkgs))
+	for _, p := range pkgs {
+		items = append(items, strings.Join(p.Modules, "/")+" "+p.UpstreamVersion())
+	}
+	slices.Sort(items)
+	return strings.Join(items, ", ")
 }

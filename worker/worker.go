@@ -201,6 +201,7 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		ScratchBytes:     setup.ScratchBytes,
 		PythonPath:       setup.PythonPath,
 		FilesOut:         fileset.Limits{MaxBytes: setup.MaxFilesOut, MaxFiles: setup.MaxFilesOutCount},
+		BundledPackages:  setup.BundledPackages,
 	}
 	if setup.SnapshotKey != "" {
 		// Close-on-exec marks it as the worker's own: the lockdown closes
@@ -246,6 +247,7 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 		CacheDir:         setup.CacheDir,
 		ScratchBytes:     setup.ScratchBytes,
 		PythonPath:       setup.PythonPath,
+		BundledPackages:  setup.BundledPackages,
 		ImageWriter:      os.NewFile(ipc.ImageFD, "compiled image"),
 	})
 	if err != nil {

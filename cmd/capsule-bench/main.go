@@ -402,7 +402,9 @@ func (b *bench) warmPool() error {
 			{pool: "warm (2)", what: "trivial", code: trivialCode, pause: sequentialPause},
 		}
 		if l.tool == toolPython {
-			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause})
+			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause},
+				latencyCase{pool: "warm (2)", what: "sympy", code: sympyPython, pause: sequentialPause},
+				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause})
 		}
 		for _, c := range cases {
 			row, err := b.latency(s, l.name, l.tool, c)
@@ -464,6 +466,13 @@ summary = {k: {"mean": statistics.mean(v), "stdev": round(statistics.stdev(v), 2
 weekdays = collections.Counter(datetime.date.fromisoformat(r["day"]).strftime("%A") for r in rows)
 assert re.match(r"\d{4}-\d{2}-\d{2}", rows[0]["day"])
 json.dumps({"summary": summary, "busiest": weekdays.most_common(1)})`
+
+// sympyPython and networkxPython import the heaviest bundled packages and
+// use them a little, as an agent's first line of algebra or graph work.
+const (
+	sympyPython    = "import sympy; x = sympy.Symbol('x'); sympy.expand((x + 1)**10)"
+	networkxPython = "import networkx"
+)
 
 // longCode keeps a worker busy for about a second.
 var longCode = map[string]string{

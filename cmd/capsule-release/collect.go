@@ -206,11 +206,13 @@ func releaseTime(commitTime string) (time.Time, error) {
 }
 
 // runtimeParts checks the runtime's embedded files against its dist
-// directory and reads each component's licence texts from dist/sources.
+// directory and reads each component's licence texts from dist/sources
+// (and dist/*/sources: Python's bundled packages are in dist/bundle).
 func runtimeParts(dist string, rt provenance.Runtime) ([]component, []asset, error) {
 	dirs := map[string]string{} // component name → its sources directory
 	matches, _ := filepath.Glob(filepath.Join(dist, "sources", "*", "SOURCE"))
-	for _, m := range matches {
+	nested, _ := filepath.Glob(filepath.Join(dist, "*", "sources", "*", "SOURCE"))
+	for _, m := range append(matches, nested...) {
 		b, err := os.ReadFile(m)
 		if err != nil {
 			return nil, nil, err

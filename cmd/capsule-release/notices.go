@@ -20,6 +20,8 @@ func (c component) describe() string {
 		return fmt.Sprintf("Debian source package %s, built into the %s runtime", c.Fields["dsc"], c.Runtime)
 	case provenance.KindDebianBinary:
 		return fmt.Sprintf("Debian package (source %s), linked into the %s runtime", c.Fields["source"], c.Runtime)
+	case provenance.KindDebianBundled:
+		return fmt.Sprintf("Debian package (source %s), its Python modules bundled with the %s runtime", c.Fields["source"], c.Runtime)
 	case provenance.KindNPM:
 		return fmt.Sprintf("npm package, embedded as the %s runtime", c.Runtime)
 	case kindGo:

@@ -160,6 +160,7 @@ type spdxDoc struct {
 	SPDXVersion string `json:"spdxVersion"`
 	Packages    []struct {
 		Name, SPDXID, VersionInfo string
+		LicenseDeclared           string `json:"licenseDeclared"`
 		Checksums                 []struct{ Algorithm, ChecksumValue string }
 	} `json:"packages"`
 	Files []struct {
@@ -239,7 +240,9 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 	}
 	ids := map[string]bool{"SPDXRef-DOCUMENT": true}
 	pkgs := map[string][]string{} // name → SHA256 checksums
+	licences := map[string]string{}
 	for _, p := range doc.Packages {
+		licences[p.Name] = p.LicenseDeclared
 		if ids[p.SPDXID] {
 			t.Errorf("SPDXID %s used twice", p.SPDXID)
 		}
@@ -266,6 +269,11 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 	// its hash, and has a section with a licence text in the notices.
 	notices := string(files["THIRD_PARTY_NOTICES"])
 	sources, _ := filepath.Glob(filepath.Join(root, "runtimes", "*", "dist", "sources", "*", "SOURCE"))
+	bundled, _ := filepath.Glob(filepath.Join(root, "runtimes", "*", "dist", "*", "sources", "*", "SOURCE"))
+	if len(bundled) < 20 {
+		t.Fatalf("only %d bundled packages recorded: %v", len(bundled), bundled)
+	}
+	sources = append(sources, bundled...)
 	if len(sources) < 4 {
 		t.Fatalf("only %d runtime components recorded: %v", len(sources), sources)
 	}
@@ -282,6 +290,10 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 			t.Errorf("SBOM lacks %s %s with SHA-256 %s", c.Name, c.Version, c.SHA256)
 		}
 		checkSection(t, notices, c.Name+" "+c.Version)
+		// A bundled package declares its licence.
+		if c.Kind == provenance.KindDebianBundled && (licences[c.Name] == "" || licences[c.Name] != c.Fields["license"]) {
+			t.Errorf("SBOM declares licence %q for %s, its record says %q", licences[c.Name], c.Name, c.Fields["license"])
+		}
 	}
 	// So is every Go module linked into the binary, with its go.sum hash.
 	list, err := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}", "capsule/cmd/capsule").Output()

@@ -2,11 +2,11 @@
 # repro-check.sh (make repro-check) builds bin/capsule twice from the
 # committed HEAD, one build after the other, each in a fresh clone at a
 # different path with its own empty build caches (CAPSULE_BUILD_CACHE: the
-# Debian sources, CPython, zlib, sqlite3, the npm tarball; GOCACHE: every
-# compiled Go package), and prints both SHA-256. The Go module cache and
-# npm's cache are shared: both are verified by hash (go.sum, wazero's pin in
-# runtimes/wazero/prepare.sh, the pinned tarball SHA-256) before anything is
-# used.
+# Debian sources, CPython, zlib, sqlite3, the bundled packages' .debs, the
+# npm tarball; GOCACHE: every compiled Go package), and prints both SHA-256.
+# The Go module cache and npm's cache are shared: both are verified by hash
+# (go.sum, wazero's pin in runtimes/wazero/prepare.sh, the pinned tarball
+# SHA-256) before anything is used.
 #
 # When the binaries differ it says which embedded file differs and where.
 # Exit status 0 when they are identical, 1 otherwise.
@@ -76,8 +76,9 @@ if [[ ${sums[0]} == "${sums[1]}" ]]; then
 fi
 
 echo "repro-check: the binaries differ; the embedded files:" >&2
-# Every file the binary embeds is in a runtime's dist/ directory.
-for f in $(cd "${dirs[0]}" && find runtimes/*/dist -maxdepth 1 -type f | LC_ALL=C sort); do
+# Every file the binary embeds is in a runtime's dist/ directory (Python's
+# bundled packages in dist/bundle).
+for f in $(cd "${dirs[0]}" && find runtimes/*/dist -maxdepth 2 -type f | LC_ALL=C sort); do
 	a=${dirs[0]}/$f b=${dirs[1]}/$f
 	if cmp -s "$a" "$b"; then
 		echo "  $f: identical" >&2
@@ -86,15 +87,18 @@ for f in $(cd "${dirs[0]}" && find runtimes/*/dist -maxdepth 1 -type f | LC_ALL=
 	fi
 done
 # A differing zip: name the members.
-python3.11 - "${dirs[0]}/runtimes/python/dist/python311.zip" "${dirs[1]}/runtimes/python/dist/python311.zip" <<'PY' >&2 || true
+for z in python311.zip bundle/packages.zip; do
+	python3.11 - "$z" "${dirs[0]}/runtimes/python/dist/$z" "${dirs[1]}/runtimes/python/dist/$z" <<'PY' >&2 || true
 import sys, zipfile
-a, b = (zipfile.ZipFile(p) for p in sys.argv[1:3])
+name = sys.argv[1]
+a, b = (zipfile.ZipFile(p) for p in sys.argv[2:4])
 na, nb = set(a.namelist()), set(b.namelist())
 for n in sorted(na ^ nb):
-    print("  python311.zip: only in one build:", n)
+    print("  %s: only in one build: %s" % (name, n))
 for n in sorted(na & nb):
     if a.read(n) != b.read(n) or a.getinfo(n).date_time != b.getinfo(n).date_time:
-        print("  python311.zip: member differs:", n)
+        print("  %s: member differs: %s" % (name, n))
 PY
+done
 echo "repro-check: builds kept in $work" >&2
 exit 1

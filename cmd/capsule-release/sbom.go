@@ -188,6 +188,20 @@ func (c component) spdxPackage() (spdxPackage, error) {
 			p.SourceInfo += fmt.Sprintf("; code compiled from its source package %s (SHA-256 %s) too", c.Fields["source_dsc"], dsc)
 		}
 		purl("pkg:deb/debian/" + c.Name + "@" + purlEscape(c.Version))
+	case provenance.KindDebianBundled:
+		sha256Sum(c.SHA256)
+		p.PackageFileName = c.Fields["deb"]
+		p.Homepage = c.Fields["homepage"]
+		p.SourceInfo = fmt.Sprintf("Debian binary package (source package %s); its Python modules (%s), compiled to "+
+			"bytecode, are bundled in the %s runtime's bundle/packages.zip; the checksum is its .deb's",
+			c.Fields["source"], c.Fields["modules"], c.Runtime)
+		p.LicenseDeclared = c.Fields["license"]
+		if c.Fields["license_from"] == "debian-copyright" {
+			p.LicenseComments = "The licence of the Files: * stanza of its debian/copyright. " + noticesHint
+		} else {
+			p.LicenseComments = "As capsule's build recipe records it: its debian/copyright is not machine-readable. " + noticesHint
+		}
+		purl("pkg:deb/debian/" + c.Name + "@" + purlEscape(c.Version))
 	case provenance.KindNPM:
 		sha256Sum(c.SHA256)
 		integrity, ok := strings.CutPrefix(c.Fields["integrity"], "sha512-")

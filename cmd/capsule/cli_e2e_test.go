@@ -128,7 +128,8 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"capsule ", "go go1.", "wazero v", "cpython 3.11.", "Debian source package python3.11 3.11.", "tzdata 20", "xz-utils ", "bzip2 ", "quickjs-ng "} {
+	for _, want := range []string{"capsule ", "go go1.", "wazero v", "cpython 3.11.", "Debian source package python3.11 3.11.", "tzdata 20", "xz-utils ", "bzip2 ", "quickjs-ng ",
+		"bundled packages", "python3-sympy 1.11.1-1 (BSD-3-Clause): sympy", "python3-chardet 5.1.0+dfsg-2 (LGPL-2.1-or-later): chardet"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("version output lacks %q:\n%s", want, out)
 		}
@@ -159,11 +160,11 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("capsule %+v, go %q, wazero %q", v.Capsule, v.Go, v.Wazero)
 	}
 	wantAssets := map[string][]string{
-		"python":     {"python.snap.wasm", "python.data", "python311.zip", "tzdata.zip", "VERSION"},
+		"python":     {"python.snap.wasm", "python.data", "python311.zip", "tzdata.zip", "VERSION", "bundle/packages.zip"},
 		"javascript": {"quickjs.snap.wasm", "quickjs.data", "VERSION"},
 	}
 	wantComponents := map[string][]string{
-		"python":     {"python3.11", "zlib", "sqlite3", "wasi-libc"},
+		"python":     {"python3.11", "zlib", "sqlite3", "wasi-libc", "python3-sympy", "python3-pypdf"},
 		"javascript": {"@jitl/quickjs-ng-wasmfile-release-sync"},
 	}
 	for lang, files := range wantAssets {

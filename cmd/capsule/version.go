@@ -113,9 +113,10 @@ func collectVersionInfo() versionInfo {
 
 func version(args []string) int {
 	fs := newFlagSet("version", "capsule version [--json]\n\n"+
-		"Prints capsule's version and commit, Go, wazero and the embedded runtimes. With --json, also\n"+
-		"each embedded file with the SHA-256 its build recorded, the components it was built from\n"+
-		"(version and the SHA-256 that pins each) and the Go modules with their go.sum hashes.")
+		"Prints capsule's version and commit, Go, wazero and the embedded runtimes, with Python's bundled\n"+
+		"packages and their licences. With --json, also each embedded file with the SHA-256 its build\n"+
+		"recorded, the components it was built from (version and the SHA-256 that pins each) and the Go\n"+
+		"modules with their go.sum hashes.")
 	asJSON := fs.Bool("json", false, "print everything as one JSON object")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -150,6 +151,15 @@ func version(args []string) int {
 	for _, lib := range python.Libraries() {
 		// Built into the Python runtime from Debian source packages.
 		fmt.Printf("  %s (Debian source package)\n", lib)
+	}
+	bundled, err := python.Bundled()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capsule version:", err)
+		return exitCodeError
+	}
+	fmt.Println("  bundled packages (Debian binary packages; import names after the colon):")
+	for _, p := range bundled {
+		fmt.Printf("    %s %s (%s): %s\n", p.Name, p.Version, p.Licence, strings.Join(p.Modules, ", "))
 	}
 	fmt.Printf("quickjs-ng %s (npm @jitl/quickjs-ng-wasmfile-release-sync %s)\n", quickjs, pkg)
 	return exitOK

@@ -9,6 +9,9 @@
 //     the other files in sources/NAME/ are its licence texts, which the
 //     release tooling (cmd/capsule-release) turns into THIRD_PARTY_NOTICES.
 //
+// Python's bundled packages (runtimes/python/bundle.sh) have an ASSETS
+// file and sources/ of their own in dist/bundle, which add to Python's.
+//
 // The binary carries ASSETS and the SOURCE files, so `capsule version`
 // reports them and `capsule doctor` can check that the embedded bytes are
 // the ones the build recorded.
@@ -30,6 +33,9 @@ const (
 	KindDebianSource = "debian-source" // built here from a Debian source package
 	KindDebianBinary = "debian-binary" // linked in from an installed Debian package
 	KindNPM          = "npm"           // taken from an npm package tarball
+	// KindDebianBundled is a Debian binary package of Python modules whose
+	// files are bundled (compiled to bytecode) for import by guest code.
+	KindDebianBundled = "debian-bundled"
 )
 
 // Component is one thing a runtime's embedded files were made from.
@@ -52,9 +58,10 @@ type Component struct {
 
 // pinKeys names, per kind, the SOURCE key that holds Component.SHA256.
 var pinKeys = map[string]string{
-	KindDebianSource: "dsc_sha256",
-	KindDebianBinary: "deb_sha256",
-	KindNPM:          "tarball_sha256",
+	KindDebianSource:  "dsc_sha256",
+	KindDebianBinary:  "deb_sha256",
+	KindNPM:           "tarball_sha256",
+	KindDebianBundled: "deb_sha256",
 }
 
 // ParseSource parses a SOURCE file. Name, kind, version and, except for a
@@ -153,11 +160,11 @@ type Runtime struct {
 }
 
 // New describes a runtime from its embedded files (dist/ name → bytes), the
-// text of its ASSETS file and the file system holding its sources/*/SOURCE
-// files. It fails when the embedded files and ASSETS do not name the same
+// text of its ASSETS files and the file system holding its */SOURCE files
+// under sourcesDirs. It fails when the embedded files and ASSETS do not name the same
 // files, so a file that the build adds but the runtime does not embed (or
 // the reverse) cannot go unnoticed.
-func New(name string, embedded map[string][]byte, sums string, sources fs.FS, sourcesDir string) (Runtime, error) {
+func New(name string, embedded map[string][]byte, sums string, sources fs.FS, sourcesDirs ...string) (Runtime, error) {
 	recorded, err := ParseSums(sums)
 	if err != nil {
 		return Runtime{}, fmt.Errorf("%s: ASSETS: %w", name, err)
@@ -176,12 +183,17 @@ func New(name string, embedded map[string][]byte, sums string, sources fs.FS, so
 		}
 	}
 	sort.Slice(r.Assets, func(i, j int) bool { return r.Assets[i].Name < r.Assets[j].Name })
-	if r.Components, err = ReadComponents(sources, sourcesDir); err != nil {
-		return Runtime{}, fmt.Errorf("%s: %w", name, err)
+	for _, dir := range sourcesDirs {
+		comps, err := ReadComponents(sources, dir)
+		if err != nil {
+			return Runtime{}, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(comps) == 0 {
+			return Runtime{}, fmt.Errorf("%s: no component recorded under %s", name, dir)
+		}
+		r.Components = append(r.Components, comps...)
 	}
-	if len(r.Components) == 0 {
-		return Runtime{}, fmt.Errorf("%s: no component recorded under %s", name, sourcesDir)
-	}
+	sort.Slice(r.Components, func(i, j int) bool { return r.Components[i].Name < r.Components[j].Name })
 	return r, nil
 }
 

@@ -27,6 +27,10 @@ func TestParseSource(t *testing.T) {
 		{name: "binary without its .deb hash", text: "name=wasi-libc\nkind=debian-binary\nversion=1\ndeb_sha256=\n",
 			want: Component{Name: "wasi-libc", Kind: KindDebianBinary, Version: "1"}},
 		{name: "binary with a bad .deb hash", text: "name=wasi-libc\nkind=debian-binary\nversion=1\ndeb_sha256=abc\n", err: "deb_sha256"},
+		{name: "bundled", text: "name=python3-six\nkind=debian-bundled\nversion=1.16.0-4\ndeb_sha256=" + zeroSum + "\nmodules=six\n",
+			want: Component{Name: "python3-six", Kind: KindDebianBundled, Version: "1.16.0-4", SHA256: zeroSum}},
+		// A bundled package is downloaded by the build, so its hash is known.
+		{name: "bundled without its .deb hash", text: "name=python3-six\nkind=debian-bundled\nversion=1\ndeb_sha256=\n", err: "deb_sha256"},
 		{name: "source without its .dsc hash", text: "name=zlib\nkind=debian-source\nversion=1\ndsc_sha256=\n", err: "dsc_sha256"},
 		{name: "no name", text: "kind=npm\nversion=1\ntarball_sha256=" + zeroSum, err: "no name"},
 		{name: "unknown kind", text: "name=x\nkind=pip\nversion=1", err: "unknown kind"},
@@ -93,16 +97,23 @@ func TestNew(t *testing.T) {
 		embedded map[string][]byte
 		sums     string
 		sources  fstest.MapFS
+		dirs     []string // default: dist/sources
 		err      string
 	}{
 		{name: "matching", embedded: map[string][]byte{"a.wasm": wasm, "VERSION": version}, sums: both, sources: sources},
 		{name: "built but not embedded", embedded: map[string][]byte{"a.wasm": wasm}, sums: both, sources: sources, err: "does not embed it"},
 		{name: "embedded without a hash", embedded: map[string][]byte{"a.wasm": wasm, "VERSION": version, "tz.zip": nil}, sums: both, sources: sources, err: "tz.zip is embedded"},
 		{name: "no component", embedded: map[string][]byte{"a.wasm": wasm, "VERSION": version}, sums: both, sources: fstest.MapFS{}, err: "no component"},
+		{name: "no component in the second directory", embedded: map[string][]byte{"a.wasm": wasm, "VERSION": version}, sums: both,
+			sources: sources, dirs: []string{"dist/sources", "dist/bundle/sources"}, err: "no component recorded under dist/bundle/sources"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := New("test", c.embedded, c.sums, c.sources, "dist/sources")
+			dirs := c.dirs
+			if dirs == nil {
+				dirs = []string{"dist/sources"}
+			}
+			r, err := New("test", c.embedded, c.sums, c.sources, dirs...)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want one containing %q", err, c.err)
@@ -119,6 +130,27 @@ func TestNew(t *testing.T) {
 				t.Fatalf("Verify: %v", errs)
 			}
 		})
+	}
+}
+
+// TestNewTwoSourceDirectories: components from both directories, sorted
+// by name, and the assets of both ASSETS texts.
+func TestNewTwoSourceDirectories(t *testing.T) {
+	wasm, zip := []byte("\x00asm"), []byte("PK")
+	sources := fstest.MapFS{
+		"dist/sources/zlib/SOURCE":               {Data: []byte("name=zlib\nkind=debian-source\nversion=1\ndsc_sha256=" + zeroSum)},
+		"dist/bundle/sources/python3-six/SOURCE": {Data: []byte("name=python3-six\nkind=debian-bundled\nversion=1\ndeb_sha256=" + zeroSum)},
+	}
+	sums := sum(wasm) + "  a.wasm\n" + sum(zip) + "  bundle/packages.zip\n"
+	r, err := New("test", map[string][]byte{"a.wasm": wasm, "bundle/packages.zip": zip}, sums, sources, "dist/sources", "dist/bundle/sources")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Components) != 2 || r.Components[0].Name != "python3-six" || r.Components[1].Name != "zlib" {
+		t.Fatalf("components %+v", r.Components)
+	}
+	if len(r.Assets) != 2 || r.Assets[1].Name != "bundle/packages.zip" {
+		t.Fatalf("assets %+v", r.Assets)
 	}
 }
 

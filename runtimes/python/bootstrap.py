@@ -19,6 +19,7 @@ _RESULT_FD = __RESULT_FD__
 _SOURCE_NAME = __SOURCE_NAME__
 _MAX_REPORT = __MAX_REPORT__
 _STDLIB_DIR = __STDLIB_DIR__
+_BUNDLE_DIR = __BUNDLE_DIR__
 _PACKAGES_DIR = __PACKAGES_DIR__
 _SCRATCH_DIR = __SCRATCH_DIR__
 
@@ -26,12 +27,15 @@ _SCRATCH_DIR = __SCRATCH_DIR__
 # spoil its own report by doing so, never the bootstrap's control flow.
 _write, _read, _exit = os.write, os.read, os._exit
 
-# Only the standard library and the operator's packages (mounted only when
-# configured) are importable; the other default entries name paths that do
-# not exist and would only cost a stat per import.
+# Only the standard library, the bundled packages and the operator's
+# packages (each mounted only when configured), in that order, are
+# importable; the other default entries name paths that do not exist and
+# would only cost a stat per import.
 sys.path[:] = [_STDLIB_DIR]
-if os.path.isdir(_PACKAGES_DIR):
-    sys.path.append(_PACKAGES_DIR)
+for _dir in (_BUNDLE_DIR, _PACKAGES_DIR):
+    if os.path.isdir(_dir):
+        sys.path.append(_dir)
+del _dir
 sys.argv[:] = [""]
 # The private scratch directory is the working directory, so relative paths
 # land in it.

@@ -41,20 +41,13 @@ set -euo pipefail
 export PYTHONHASHSEED=0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=buildlib.sh
+. "$here/buildlib.sh"
 repo=$(cd "$here/../.." && pwd)
 dist=$here/dist
 cache_root=${CAPSULE_BUILD_CACHE:-$HOME/.cache/capsule-build}/python
 jobs=${CAPSULE_BUILD_JOBS:-$(nproc)}
-force=0
-for arg in "$@"; do
-	case $arg in
-	--force) force=1 ;;
-	*)
-		echo "usage: $0 [--force]" >&2
-		exit 2
-		;;
-	esac
-done
+parse_args "$@"
 
 # --- Tuning that goes into the binary ------------------------------------
 #
@@ -117,77 +110,10 @@ flock 9
 
 # --- Sources through a private apt state ----------------------------------
 #
-# The deb-src entries copy the URIs, suites, components and keyring of the
-# machine's own apt sources, so no archive host is named in this repository
-# and apt verifies every file against the signed index.
+# See apt_state in buildlib.sh: the deb-src entries copy the machine's own
+# apt sources, so apt verifies every file against the signed index.
 aptdir=$cache_root/apt
-mkdir -p "$aptdir/lists/partial" "$aptdir/parts" "$aptdir/cache/archives/partial"
-python3.11 - "$aptdir/parts/capsule-src.sources" <<'PY'
-import glob, re, sys
-
-stanzas = []
-
-def field(block, name):
-    m = re.search(r"^%s:[ \t]*(.*(?:\n[ \t]+.*)*)" % re.escape(name), block, re.M | re.I)
-    return m.group(1) if m else None
-
-for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-    with open(path) as f:
-        text = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("#"))
-    for block in re.split(r"\n\s*\n", text):
-        types = (field(block, "Types") or "").split()
-        if "deb" not in types or (field(block, "Enabled") or "yes").strip().lower() == "no":
-            continue
-        uris, suites = field(block, "URIs"), field(block, "Suites")
-        if not uris or not suites:
-            continue
-        st = ["Types: deb-src", "URIs: " + uris.strip(), "Suites: " + suites.strip()]
-        comps = field(block, "Components")
-        if comps:
-            st.append("Components: " + comps.strip())
-        signed = field(block, "Signed-By")
-        if signed:
-            st.append("Signed-By: " + signed.strip("\n"))
-        stanzas.append("\n".join(st))
-
-lists = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list"))
-for path in lists:
-    try:
-        lines = open(path).read().splitlines()
-    except OSError:
-        continue
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        m = re.match(r"deb\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$", line)
-        if not m:
-            continue
-        opts, uri, suite, comps = m.groups()
-        st = ["Types: deb-src", "URIs: " + uri, "Suites: " + suite]
-        if comps.strip():
-            st.append("Components: " + comps.strip())
-        for opt in (opts or "").split():
-            k, _, v = opt.partition("=")
-            if k.lower() == "signed-by":
-                st.append("Signed-By: " + v)
-        stanzas.append("\n".join(st))
-
-if not stanzas:
-    sys.exit("build.sh: no deb entries found in the machine's apt sources")
-with open(sys.argv[1], "w") as f:
-    f.write("\n\n".join(stanzas) + "\n")
-PY
-apt_opts=(-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Etc::SourceParts=$aptdir/parts"
-	-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Cache=$aptdir/cache"
-	-o "Dir::State::status=/dev/null" -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1")
-if ! apt-get "${apt_opts[@]}" -qq update >"$aptdir/update.log" 2>&1; then
-	if compgen -G "$aptdir/lists/*Sources*" >/dev/null; then
-		echo "build.sh: apt update failed, using the source lists from the last run:" >&2
-		tail -n 3 "$aptdir/update.log" >&2
-	else
-		cat "$aptdir/update.log" >&2
-		exit 1
-	fi
-fi
+apt_state "$aptdir" deb-src
 
 srcdir=$cache_root/src
 mkdir -p "$srcdir"
@@ -198,23 +124,14 @@ mkdir -p "$srcdir"
 # leaves the files in $srcdir.
 declare -A src_version
 fetch() {
-	local pkg=$1 versions=() v i j tmp
+	local pkg=$1 versions=() v
 	mapfile -t versions < <(apt-cache "${apt_opts[@]}" showsrc "$pkg" 2>/dev/null |
 		awk -v p="$pkg" '/^Package:/{cur=$2} /^Version:/ && cur==p {print $2}' | sort -u)
 	if ((${#versions[@]} == 0)); then
 		echo "build.sh: no source package $pkg in the apt sources" >&2
 		exit 1
 	fi
-	# Newest first, by Debian's own ordering.
-	for ((i = 0; i < ${#versions[@]}; i++)); do
-		for ((j = i + 1; j < ${#versions[@]}; j++)); do
-			if dpkg --compare-versions "${versions[j]}" gt "${versions[i]}"; then
-				tmp=${versions[i]}
-				versions[i]=${versions[j]}
-				versions[j]=$tmp
-			fi
-		done
-	done
+	mapfile -t versions < <(newest_first "${versions[@]}")
 	for v in "${versions[@]}"; do
 		if (cd "$srcdir" && apt-get "${apt_opts[@]}" -qq source --download-only "$pkg=$v") \
 			>"$aptdir/fetch-$pkg.log" 2>&1; then
@@ -250,7 +167,7 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh reactor/capsule.c wasi/*.h wasi/*.c pgo/* ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh buildlib.sh reactor/capsule.c wasi/*.h wasi/*.c pgo/* ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
 	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
@@ -259,50 +176,15 @@ key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
 outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources)
 
-dist_complete() {
-	local f
-	for f in "${outputs[@]}"; do
-		[[ -e $dist/$f ]] || return 1
-	done
-}
-if ((!force)) && [[ -f $dist/KEY && $(<"$dist/KEY") == "$key" ]] && dist_complete; then
-	echo "build.sh: dist/ is up to date ($key)"
-	exit 0
-fi
-
-install_dist() {
-	mkdir -p "$dist"
-	for f in "${outputs[@]}"; do
-		rm -rf "$dist/$f.tmp"
-		cp -a "$out/$f" "$dist/$f.tmp"
-		rm -rf "$dist/$f"
-		mv "$dist/$f.tmp" "$dist/$f"
-	done
-	echo "$key" >"$dist/KEY"
-}
-
-if ((!force)) && [[ -f $out/KEY ]]; then
-	install_dist
-	echo "build.sh: dist/ copied from the cache ($out)"
-	exit 0
-fi
+# Nothing to build when dist/ or the cache has this key's outputs.
+((force)) || dist_from_cache
 
 # --- Build ----------------------------------------------------------------
-start=$SECONDS
-work=$cache_root/work
-rm -rf "$work"
-mkdir -p "$work"
-# On failure, stop this script's own background builds before cleaning up.
-if [[ ${CAPSULE_BUILD_KEEP:-0} != 1 ]]; then
-	trap 'jobs -p | xargs -r kill 2>/dev/null; rm -rf "$work"' EXIT
-else
-	trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT
-fi
+new_work
 prefix=$work/prefix
 mkdir -p "$prefix/include" "$prefix/lib"
 
 cd "$work"
-phase() { echo "build.sh: [$((SECONDS - start)) s] $*"; }
 extract() {
 	dpkg-source -q -x "$(dsc_path "$1")" "$work/$1" >"$work/extract-$1.log" 2>&1 ||
 		{ cat "$work/extract-$1.log" >&2; exit 1; }
@@ -692,31 +574,9 @@ cp "$lib/_sysconfigdata__wasi_wasm32-wasi.py" "$lib/_sysconfigdata__wasm32-wasi.
 /usr/bin/python3.11 -m compileall -q -j "$jobs" --invalidation-mode unchecked-hash \
 	-d /usr/local/lib/python3.11 "$lib" >"$work/compileall.log" 2>&1 ||
 	{ tail -n 40 "$work/compileall.log" >&2; exit 1; }
-# zip_tree DIR ZIP SUFFIX writes the files under DIR into ZIP, reproducibly
-# (fixed dates, sorted names). Files whose names end in SUFFIX are stored,
-# so the runtime serves them straight from the embedded bytes; the rest are
-# compressed (the library's sources, only read for tracebacks). An empty
-# SUFFIX stores everything.
-zip_tree() {
-	/usr/bin/python3.11 - "$@" <<'PY'
-import os, sys, zipfile
-root, out, stored = sys.argv[1], sys.argv[2], sys.argv[3]
-names = []
-for d, dirs, files in os.walk(root):
-    for f in files:
-        names.append(os.path.relpath(os.path.join(d, f), root))
-with zipfile.ZipFile(out, "w") as z:
-    for name in sorted(names):
-        info = zipfile.ZipInfo(name.replace(os.sep, "/"), (2000, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_STORED if name.endswith(stored) else zipfile.ZIP_DEFLATED
-        info.external_attr = 0o644 << 16
-        with open(os.path.join(root, name), "rb") as f:
-            z.writestr(info, f.read())
-PY
-}
 zip_tree "$lib" "$stage/python311.zip" .pyc
 # The time zones are small (about 600 KB) and read whole: all stored.
-zip_tree "$work/zoneinfo" "$stage/tzdata.zip" ""
+zip_tree "$work/zoneinfo" "$stage/tzdata.zip" all
 
 cp -a "$work/sources" "$stage/sources"
 # Every package fetched must have been unpacked, and so declared.
@@ -727,12 +587,5 @@ done
 # The hashes of what the binary embeds: every file staged so far.
 (cd "$stage" && find . -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | xargs sha256sum) >"$work/ASSETS"
 mv "$work/ASSETS" "$stage/ASSETS"
-echo "$key" >"$stage/KEY"
-rm -rf "$out.tmp"
-mv "$stage" "$out.tmp"
-rm -rf "$out"
-mv "$out.tmp" "$out"
-install_dist
-# Keep the three most recent builds; older keys are dead recipes.
-ls -1dt "$cache_root"/py-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+keep_outputs "$stage" py-
 echo "build.sh: built in $((SECONDS - start)) s; dist/ and $out are up to date"

@@ -62,21 +62,23 @@ var (
 	versionFile string
 	//go:embed dist/ASSETS
 	assetSums string
-	//go:embed dist/sources/*/SOURCE
+	//go:embed dist/sources/*/SOURCE dist/bundle/sources/*/SOURCE
 	sourceFiles embed.FS
 )
 
 // Provenance describes the embedded files, with the hashes the build
 // recorded for them, and the components they were built from. Every file
-// the build lists in dist/ASSETS must be embedded and named here.
+// the builds list in dist/ASSETS and dist/bundle/ASSETS must be embedded
+// and named here.
 func Provenance() (provenance.Runtime, error) {
 	return provenance.New(runtimes.Python, map[string][]byte{
-		"python.snap.wasm": pythonWasm,
-		"python.data":      moduleData,
-		"python311.zip":    stdlibZip,
-		"tzdata.zip":       tzdataZip,
-		"VERSION":          []byte(versionFile),
-	}, assetSums, sourceFiles, "dist/sources")
+		"python.snap.wasm":    pythonWasm,
+		"python.data":         moduleData,
+		"python311.zip":       stdlibZip,
+		"tzdata.zip":          tzdataZip,
+		"VERSION":             []byte(versionFile),
+		"bundle/packages.zip": bundleZip,
+	}, assetSums+bundleSums, sourceFiles, "dist/sources", bundleSourcesDir)
 }
 
 //go:embed bootstrap.py
@@ -113,6 +115,7 @@ var bootstrap = strings.NewReplacer(
 	"__MAX_REPORT__", strconv.Itoa(maxReport),
 	"__STDLIB_DIR__", strconv.Quote(stdlibDir),
 	"__PACKAGES_DIR__", strconv.Quote(PackagesDir),
+	"__BUNDLE_DIR__", strconv.Quote(BundleDir),
 	"__SCRATCH_DIR__", strconv.Quote(ScratchDir),
 ).Replace(bootstrapSource)
 
@@ -135,10 +138,13 @@ func Versions() (cpython, debian string) {
 }
 
 // Identity is a digest of everything an interpreter's start-up depends on:
-// the module, its data, the standard library, the time zones and the
-// bootstrap. A snapshot is valid for one identity only.
+// the module, its data, the standard library, the time zones, the bundled
+// packages and the bootstrap. A snapshot is valid for one identity only.
+// The bundle counts by the SHA-256 its build recorded (which `capsule
+// doctor` checks): hashing its 19 MB here would add to the server's
+// start-up.
 var Identity = sync.OnceValue(func() string {
-	return snapshot.Identity(runtimes.Python, pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bootstrap))
+	return snapshot.Identity(runtimes.Python, pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bundleSums), []byte(bootstrap))
 })
 
 // Libraries reports the Debian source packages of the libraries and data
@@ -164,7 +170,8 @@ type engine struct {
 	image      *snapshot.Image // nil: instances start cold
 	stdlib     *zipFS
 	zoneinfo   *zipFS
-	packages   *Packages // nil without --python-path
+	bundleFS   *lazyZipFS // nil without Config.BundledPackages
+	packages   *Packages  // nil without --python-path
 	packagesFS *zipFS
 	scratch    int64 // bytes of the scratch directory
 	filesOut   fileset.Limits
@@ -237,6 +244,10 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	if err != nil {
 		return fail(fmt.Errorf("python: embedded time zones: %w", err))
 	}
+	var bundleFS *lazyZipFS
+	if cfg.BundledPackages {
+		bundleFS = newLazyZipFS(bundleZip)
+	}
 	var packages *Packages
 	var packagesFS *zipFS
 	if cfg.PythonPath != "" {
@@ -261,6 +272,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		image:      image,
 		stdlib:     stdlib,
 		zoneinfo:   zoneinfo,
+		bundleFS:   bundleFS,
 		packages:   packages,
 		packagesFS: packagesFS,
 		scratch:    cfg.ScratchBytes,

@@ -17,15 +17,21 @@ import (
 	"capsule/runtimes/internal/runtimetest"
 )
 
-// Engines are compiled once per limit and shared: a cold compile takes
-// seconds, and the file cache makes the second one cheap. Like workers, they
-// start every instance from an interpreter snapshot (TestColdStart covers
-// the start-up that makes one).
+// Engines are compiled once per limit (and bundle setting) and shared: a
+// cold compile takes seconds, and the file cache makes the second one
+// cheap. Like workers, they start every instance from an interpreter
+// snapshot (TestColdStart covers the start-up that makes one), and have the
+// bundled packages unless a test asks for none.
 var (
 	enginesMu sync.Mutex
-	engines   = map[uint64]runtimes.Engine{}
+	engines   = map[engineKey]runtimes.Engine{}
 	cacheDir  string
 )
+
+type engineKey struct {
+	limit   uint64
+	bundled bool
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "capsule-python-test-")
@@ -43,16 +49,22 @@ func TestMain(m *testing.M) {
 
 func engineWithLimit(tb testing.TB, limit uint64) runtimes.Engine {
 	tb.Helper()
+	return sharedEngine(tb, engineKey{limit: limit, bundled: true})
+}
+
+func sharedEngine(tb testing.TB, key engineKey) runtimes.Engine {
+	tb.Helper()
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
-	if e, ok := engines[limit]; ok {
+	if e, ok := engines[key]; ok {
 		return e
 	}
-	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: limit, CacheDir: cacheDir, ScratchBytes: testScratch, FilesOut: testFilesOut})
+	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: key.limit, CacheDir: cacheDir,
+		ScratchBytes: testScratch, FilesOut: testFilesOut, BundledPackages: key.bundled})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}
-	engines[limit] = e
+	engines[key] = e
 	return e
 }
 
@@ -82,7 +94,12 @@ func (s *syncBuffer) String() string {
 
 func run(tb testing.TB, limit uint64, code string, inputs json.RawMessage) result {
 	tb.Helper()
-	e := engineWithLimit(tb, limit)
+	return runIn(tb, engineWithLimit(tb, limit), code, inputs)
+}
+
+// runIn runs code in a fresh instance of e.
+func runIn(tb testing.TB, e runtimes.Engine, code string, inputs json.RawMessage) result {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stdout, stderr syncBuffer
@@ -770,5 +787,6 @@ with tarfile.open(fileobj=buf, mode='w:xz') as tf:
 // TestProvenance: what build.sh recorded is what the package embeds, and
 // the Debian packages built in are recorded.
 func TestProvenance(t *testing.T) {
-	runtimetest.CheckProvenance(t, Provenance, "python3.11", "zlib", "sqlite3", "xz-utils", "bzip2", "tzdata", "wasi-libc", "libclang-rt-14-dev-wasm32")
+	runtimetest.CheckProvenance(t, Provenance, "python3.11", "zlib", "sqlite3", "xz-utils", "bzip2", "tzdata", "wasi-libc", "libclang-rt-14-dev-wasm32",
+		"python3-sympy", "python3-networkx", "python3-six")
 }

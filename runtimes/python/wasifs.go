@@ -196,12 +196,16 @@ func cpuClock(fn api.GoModuleFunction, resolution bool) api.GoModuleFunction {
 }
 
 // fsConfig is everything one guest sees of a file system: the standard
-// library, the time zones and the operator's packages, read-only, and its
-// own scratch directory (nil: none). Every file it opens counts in files.
+// library, the time zones, the bundled packages and the operator's
+// packages, read-only, and its own scratch directory (nil: none). Every file
+// it opens counts in files.
 func (e *engine) fsConfig(files *guestFiles, scratch *scratchFS) wazero.FSConfig {
 	cfg := wazero.NewFSConfig().
 		WithFSMount(e.stdlib.view(files), stdlibDir).
 		WithFSMount(e.zoneinfo.view(files), zoneinfoDir)
+	if e.bundleFS != nil {
+		cfg = cfg.WithFSMount(e.bundleFS.view(files), BundleDir)
+	}
 	if e.packagesFS != nil {
 		cfg = cfg.WithFSMount(e.packagesFS.view(files), PackagesDir)
 	}
