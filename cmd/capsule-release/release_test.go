@@ -192,22 +192,26 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	root := filepath.Join("..", "..")
-	rel, err := collect(bin, root, goToolchain{})
+	rels, err := collect([]string{bin}, root, goToolchain{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rel := rels[0]
 	var tarballs [2][]byte
 	for i := range tarballs {
 		out := filepath.Join(tmp, fmt.Sprint("out", i))
-		tarball, err := rel.write(out)
+		tarball, err := rel.tarball()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tarballs[i], err = os.ReadFile(tarball); err != nil {
+		if err := writeArtefacts(out, []namedFile{tarball}); err != nil {
+			t.Fatal(err)
+		}
+		if tarballs[i], err = os.ReadFile(filepath.Join(out, tarball.name)); err != nil {
 			t.Fatal(err)
 		}
 		sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
-		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(tarballs[i]), filepath.Base(tarball)); string(sums) != want {
+		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(tarballs[i]), tarball.name); string(sums) != want {
 			t.Fatalf("SHA256SUMS %q, want %q", sums, want)
 		}
 	}
