@@ -158,6 +158,7 @@ func TestGoPartsNeedLicences(t *testing.T) {
 // spdxDoc is what the test reads back from SBOM.spdx.json.
 type spdxDoc struct {
 	SPDXVersion string `json:"spdxVersion"`
+	Name        string `json:"name"`
 	Packages    []struct {
 		Name, SPDXID, VersionInfo string
 		Checksums                 []struct{ Algorithm, ChecksumValue string }
