@@ -59,6 +59,12 @@ type Config struct {
 	Pool map[string]int
 	// PoolIdle is how long a ready worker may wait before it is recycled.
 	PoolIdle time.Duration
+	// StartTimeout bounds a worker's start-up, from spawn to ready; a
+	// snapshot worker, which also starts the interpreter once, gets twice
+	// as long. Compiling a module into an empty cache takes seconds on real
+	// hardware and minutes under an emulator (an arm64 binary under
+	// qemu-user): a worker beyond it is taken for hung and killed.
+	StartTimeout time.Duration
 	// Isolation says which unprivileged ids workers get in their user
 	// namespace.
 	Isolation isolation.Options
@@ -84,6 +90,7 @@ func DefaultConfig() Config {
 		CacheDir:       DefaultCacheDir(),
 		Pool:           map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
 		PoolIdle:       time.Minute,
+		StartTimeout:   time.Minute,
 		Isolation:      isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
 }
@@ -235,6 +242,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 		"host gid a worker's gid maps to; needs root to differ from the server's own (0: the server's own gid)")
 	e.Var(boolValue{&c.RequireHardening}, "require-hardening", "CAPSULE_REQUIRE_HARDENING", "refuse to start when any OS hardening layer is unavailable")
 	e.Var(durationValue{&c.PoolIdle}, "pool-idle", "CAPSULE_POOL_IDLE", "how long a ready worker waits before it is recycled")
+	e.Var(durationValue{&c.StartTimeout}, "worker-start-timeout", "CAPSULE_WORKER_START_TIMEOUT",
+		"how long a worker may take to start (compiling into an empty cache included) before it is taken for hung; twice that for the one that makes the interpreter snapshot")
 }
 
 // ErrConfig marks a configuration that cannot work: the commands exit with
@@ -267,6 +276,9 @@ func (c *Config) validate() error {
 		if h := c.Isolation.HostGID; h != 0 && h != os.Getgid() {
 			return fmt.Errorf("worker-host-gid %d: only root can map workers to another host gid than its own (%d)", h, os.Getgid())
 		}
+	}
+	if c.StartTimeout <= 0 {
+		return fmt.Errorf("worker-start-timeout %s: must be positive", c.StartTimeout)
 	}
 	if c.Limits.Memory < 1<<20 {
 		return fmt.Errorf("memory limit %s is too small: want at least 1MiB", c.Limits.Memory)

@@ -200,7 +200,7 @@ func (pl *pool) startOne() bool {
 	pl.starting++
 	pl.mu.Unlock()
 	go func() {
-		err := p.awaitReady(context.Background(), readyTimeout)
+		err := p.awaitReady(context.Background(), pl.s.cfg.StartTimeout)
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.starting--

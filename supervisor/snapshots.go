@@ -22,10 +22,6 @@ import (
 	"capsule/worker"
 )
 
-// snapshotTimeout bounds a snapshot worker: it compiles the module (seconds
-// into an empty cache) and starts the interpreter once.
-const snapshotTimeout = 2 * time.Minute
-
 // snapshots makes and keeps each language's interpreter snapshot (see
 // runtimes/internal/snapshot): the image of an interpreter right after its
 // start-up, which every worker maps instead of starting one.
@@ -213,7 +209,8 @@ func (ss *snapshots) make(language, key string) ([2]*os.File, error) {
 		closeAll()
 		return files, err
 	}
-	err = p.awaitReady(context.Background(), snapshotTimeout)
+	// It compiles the module and also starts the interpreter once.
+	err = p.awaitReady(context.Background(), 2*ss.s.cfg.StartTimeout)
 	if err == nil {
 		<-p.exited
 		if !p.state.Success() {

@@ -27,10 +27,6 @@ import (
 	"capsule/worker/lockdown"
 )
 
-// readyTimeout bounds a worker's start-up: compiling a module into an empty
-// cache takes a few seconds; anything far beyond that is a hung worker.
-const readyTimeout = 60 * time.Second
-
 // killGrace is how long past the deadline the supervisor waits for the
 // worker's own timeout answer before killing it.
 const killGrace = 500 * time.Millisecond
@@ -354,7 +350,7 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 	if err != nil {
 		return nil, err
 	}
-	if err := p.awaitReady(ctx, readyTimeout); err != nil {
+	if err := p.awaitReady(ctx, s.cfg.StartTimeout); err != nil {
 		p.close()
 		if tail := p.stderr.String(); tail != "" {
 			s.log.Debug("worker stderr", "language", language, "stderr", tail)
