@@ -4,8 +4,8 @@ package main
 // the OCI archive; `capsule doctor` inside a default container, one under
 // Docker's (and Kubernetes' RuntimeDefault) seccomp rules for namespaces,
 // and one with the flag that gives them back, each compared with the table
-// in docs/deploy.md; an MCP call over stdio with `podman run -i --rm`; and
-// one over HTTP with a token.
+// in docs/deploy.md; an MCP call over stdio with `podman run -i --rm
+// oci-archive:FILE`; and one over HTTP with a token.
 
 import (
 	"context"
@@ -126,9 +126,10 @@ func TestImage(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		call := mcpClient(t)
 		env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
-		args := p.args("run", "-i", "--rm", "-v", cache, image)
+		// As README's one-liner runs it: straight from the archive.
+		args := p.args("run", "-i", "--rm", "-v", cache, "oci-archive:"+r.artefact[rel.imageFileName()])
 		rep := call(t, map[string]any{"command": p.path, "args": args, "env": env})
-		t.Logf("podman run -i --rm, cache filled: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
+		t.Logf("podman run -i --rm oci-archive:..., cache filled: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
 			rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
 	})
 	t.Run("http", func(t *testing.T) { checkHTTP(t, p, image, cache) })
