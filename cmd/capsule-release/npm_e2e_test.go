@@ -326,7 +326,9 @@ func TestNPX(t *testing.T) {
 		t.Fatalf("npx installed %d launchers: %v", len(launchers), launchers)
 	}
 	server["command"], server["args"] = "node", []string{launchers[0], "serve"}
-	rep := call(t, server)
-	t.Logf("the launcher npx installed, later start: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
-		rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
+	for i := range 3 {
+		rep := call(t, server)
+		t.Logf("the launcher npx installed, later start %d: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
+			i+1, rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
+	}
 }
