@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -50,8 +51,12 @@ func npmPackage(rels []*release) (namedFile, error) {
 		Engines:    map[string]string{"node": ">=18"},
 		Keywords:   []string{"mcp", "mcp-server", "sandbox", "code-interpreter", "python", "javascript", "webassembly"},
 	}
-	pj, err := json.MarshalIndent(manifest, "", "  ")
-	if err != nil {
+	// As npm writes it: indented, and ">=" not escaped for HTML.
+	var pj bytes.Buffer
+	enc := json.NewEncoder(&pj)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(manifest); err != nil {
 		return namedFile{}, err
 	}
 	binaries := map[string]string{}
@@ -65,7 +70,7 @@ func npmPackage(rels []*release) (namedFile, error) {
 	binariesJSON, _ := json.Marshal(binaries)
 	fill := strings.NewReplacer("__NPM_NAME__", npmName, "__SOURCE_URL__", sourceURL, "__BINARIES__", string(binariesJSON)).Replace
 	entries := []archive.Entry{
-		{Name: "package/package.json", Mode: 0o644, Data: append(pj, '\n')},
+		{Name: "package/package.json", Mode: 0o644, Data: pj.Bytes()},
 		{Name: "package/README.md", Mode: 0o644, Data: []byte(fill(npmReadme))},
 		{Name: "package/LICENSE", Mode: 0o644, Data: first.Licence},
 		{Name: "package/THIRD_PARTY_NOTICES", Mode: 0o644, Data: first.notices()},
