@@ -12,19 +12,22 @@ const started = performance.now();
 const since = () => Math.round((performance.now() - started) * 10) / 10;
 const transport = new StdioClientTransport({ ...server, stderr: 'inherit' });
 const client = new Client({ name: 'capsule-packaging-test', version: '1.0.0' });
+// The first start compiles the runtimes: on a busy machine that can take
+// longer than the SDK's default of a minute per request.
+const options = { timeout: 300_000 };
 const report = { ms: {} };
 try {
-  await client.connect(transport);
+  await client.connect(transport, options);
   report.ms.initialize = since();
   report.server = client.getServerVersion();
-  report.tools = (await client.listTools()).tools.map((t) => t.name).sort();
+  report.tools = (await client.listTools(undefined, options)).tools.map((t) => t.name).sort();
   const calls = {
     python: ['execute_python', 'import sys\nprint("hello from", sys.implementation.name)\nsum(range(10))'],
     javascript: ['execute_javascript', 'console.log("hello from", typeof process); 6 * 7'],
   };
   report.calls = {};
   for (const [lang, [tool, code]] of Object.entries(calls)) {
-    const answer = await client.callTool({ name: tool, arguments: { code } });
+    const answer = await client.callTool({ name: tool, arguments: { code } }, undefined, options);
     report.ms[lang] = since();
     report.calls[lang] = { isError: answer.isError ?? false, structured: answer.structuredContent };
   }
