@@ -7,13 +7,10 @@ package main
 // client, as an MCP host spawns it, with both tools called.
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,36 +20,15 @@ import (
 	"time"
 )
 
-// npmFiles returns the files of an npm package tarball and their modes.
+// npmFiles returns the files of an npm package tarball (under package/,
+// as npm pack lays them out) and their modes.
 func npmFiles(t *testing.T, path string) (map[string][]byte, map[string]int64) {
 	t.Helper()
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, modes := map[string][]byte{}, map[string]int64{}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, ok := strings.CutPrefix(h.Name, "package/")
-		if !ok {
-			t.Fatalf("%s is outside package/", h.Name)
-		}
-		files[name], _ = io.ReadAll(tr)
-		modes[name] = h.Mode
-	}
-	return files, modes
+	return readTarballModes(t, data, "package")
 }
 
 // TestNPMPackageContents: one name and version, a bin and no scripts; both

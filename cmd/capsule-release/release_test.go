@@ -354,13 +354,19 @@ func contains(list []string, s string) bool {
 // readTarball returns the files under dir/ in a .tar.gz, and checks that
 // every header is fixed: release time, owner 0.
 func readTarball(t *testing.T, data []byte, dir string) map[string][]byte {
+	files, _ := readTarballModes(t, data, dir)
+	return files
+}
+
+// readTarballModes is readTarball, with each file's mode.
+func readTarballModes(t *testing.T, data []byte, dir string) (map[string][]byte, map[string]int64) {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	files := map[string][]byte{}
+	files, modes := map[string][]byte{}, map[string]int64{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -378,8 +384,8 @@ func readTarball(t *testing.T, data []byte, dir string) map[string][]byte {
 		}
 		if h.Typeflag == tar.TypeReg {
 			b, _ := io.ReadAll(tr)
-			files[name] = b
+			files[name], modes[name] = b, h.Mode
 		}
 	}
-	return files
+	return files, modes
 }
