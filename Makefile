@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm dist repro-check clean
+.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm release-binaries dist image repro-check clean
 
 all: build
 
@@ -85,16 +85,36 @@ bench: build
 	$(GO) run ./cmd/capsule-bench -bin $(BIN)
 	CAPSULE_SOAK_CALLS=$(SOAK_CALLS) $(GO) test ./cmd/capsule/ -run '^TestSoakUnderCPUContention$$' -count=1 -v -timeout 30m
 
-# The release: dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
-# THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS) and dist/SHA256SUMS.
-# Time stamps are the commit's; SOURCE_DATE_EPOCH overrides. A binary built
-# with uncommitted changes is refused; DIST_FLAGS=-allow-modified releases
-# it anyway, for a try-out.
-dist: build
-	$(GO) run ./cmd/capsule-release -bin $(BIN) -out dist $(DIST_FLAGS)
+# The release binaries: one build of the tree per architecture, with the
+# same flags as bin/capsule (the runtimes' wasm is the same for every
+# architecture; only Go compiles for each).
+RELEASE_ARCHS := amd64 arm64
+RELEASE_BINS  := $(foreach a,$(RELEASE_ARCHS),bin/linux-$(a)/capsule)
 
-# Two cold builds of HEAD in different directories with empty caches,
-# compared. Not part of `make test`: it takes two cold builds.
+release-binaries: assets wazero
+	@set -e; for a in $(RELEASE_ARCHS); do \
+		echo "GOARCH=$$a $(GO) build -o bin/linux-$$a/capsule ./cmd/capsule"; \
+		GOARCH=$$a $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o bin/linux-$$a/capsule ./cmd/capsule; \
+	done
+
+# The release (cmd/capsule-release): per architecture
+# dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
+# THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS), the npm package
+# dist/capsule-VERSION.tgz with every binary, and dist/SHA256SUMS.
+# `make image` writes the same and each architecture's container image,
+# dist/capsule-VERSION-linux-ARCH.oci.tar, with no container daemon.
+# Time stamps are the commit's; SOURCE_DATE_EPOCH overrides. Binaries built
+# with uncommitted changes are refused; DIST_FLAGS=-allow-modified releases
+# them anyway, for a try-out.
+dist: release-binaries
+	$(GO) run ./cmd/capsule-release $(addprefix -bin ,$(RELEASE_BINS)) -out dist $(DIST_FLAGS)
+
+image: release-binaries
+	$(GO) run ./cmd/capsule-release $(addprefix -bin ,$(RELEASE_BINS)) -out dist -image $(DIST_FLAGS)
+
+# Two cold builds of HEAD (make image: every release artefact) in different
+# directories with empty caches, compared. Not part of `make test`: it
+# takes two cold builds.
 repro-check:
 	cmd/capsule-release/repro-check.sh
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
-	"debug/buildinfo"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -64,6 +63,7 @@ type asset struct {
 // release is everything the tarball describes.
 type release struct {
 	Name       string // capsule-VERSION-linux-ARCH
+	Arch       string // GOARCH
 	Version    string
 	Commit     string
 	Modified   bool // built with uncommitted changes
@@ -124,34 +124,21 @@ type versionJSON struct {
 	Runtimes map[string]provenance.Runtime `json:"runtimes"`
 }
 
-// collect gathers the release's contents for the binary at bin, built from
-// the tree at root.
-func collect(bin, root string, tc toolchain) (*release, error) {
-	binary, err := os.ReadFile(bin)
+// collectNative gathers the release's contents for the binary at bin, which
+// runs on this machine, built from the tree at root.
+func collectNative(bin *builtBinary, root string, tc toolchain) (*release, error) {
+	binary, bi := bin.data, bin.info
+	out, err := exec.Command(bin.path, "version", "--json").Output()
 	if err != nil {
-		return nil, err
-	}
-	bi, err := buildinfo.ReadFile(bin)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", bin, err)
-	}
-	out, err := exec.Command(bin, "version", "--json").Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s version --json: %w", bin, err)
+		return nil, fmt.Errorf("%s version --json: %w", bin.path, err)
 	}
 	var v versionJSON
 	if err := json.Unmarshal(out, &v); err != nil {
-		return nil, fmt.Errorf("%s version --json: %w", bin, err)
-	}
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	if settings["GOOS"] != "linux" {
-		return nil, fmt.Errorf("%s is built for %q; releases are for linux", bin, settings["GOOS"])
+		return nil, fmt.Errorf("%s version --json: %w", bin.path, err)
 	}
 	rel := &release{
-		Name:     fmt.Sprintf("capsule-%s-linux-%s", v.Capsule.Version, settings["GOARCH"]),
+		Name:     fmt.Sprintf("capsule-%s-linux-%s", v.Capsule.Version, bin.arch),
+		Arch:     bin.arch,
 		Version:  v.Capsule.Version,
 		Commit:   v.Capsule.Commit,
 		Modified: v.Capsule.Modified,

@@ -158,6 +158,7 @@ func TestGoPartsNeedLicences(t *testing.T) {
 // spdxDoc is what the test reads back from SBOM.spdx.json.
 type spdxDoc struct {
 	SPDXVersion string `json:"spdxVersion"`
+	Name        string `json:"name"`
 	Packages    []struct {
 		Name, SPDXID, VersionInfo string
 		LicenseDeclared           string `json:"licenseDeclared"`
@@ -193,22 +194,26 @@ func TestReleaseOfTheRealBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	root := filepath.Join("..", "..")
-	rel, err := collect(bin, root, goToolchain{})
+	rels, err := collect([]string{bin}, root, goToolchain{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rel := rels[0]
 	var tarballs [2][]byte
 	for i := range tarballs {
 		out := filepath.Join(tmp, fmt.Sprint("out", i))
-		tarball, err := rel.write(out)
+		tarball, err := rel.tarball()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tarballs[i], err = os.ReadFile(tarball); err != nil {
+		if err := writeArtefacts(out, []namedFile{tarball}); err != nil {
+			t.Fatal(err)
+		}
+		if tarballs[i], err = os.ReadFile(filepath.Join(out, tarball.name)); err != nil {
 			t.Fatal(err)
 		}
 		sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
-		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(tarballs[i]), filepath.Base(tarball)); string(sums) != want {
+		if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(tarballs[i]), tarball.name); string(sums) != want {
 			t.Fatalf("SHA256SUMS %q, want %q", sums, want)
 		}
 	}
@@ -361,13 +366,19 @@ func contains(list []string, s string) bool {
 // readTarball returns the files under dir/ in a .tar.gz, and checks that
 // every header is fixed: release time, owner 0.
 func readTarball(t *testing.T, data []byte, dir string) map[string][]byte {
+	files, _ := readTarballModes(t, data, dir)
+	return files
+}
+
+// readTarballModes is readTarball, with each file's mode.
+func readTarballModes(t *testing.T, data []byte, dir string) (map[string][]byte, map[string]int64) {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	files := map[string][]byte{}
+	files, modes := map[string][]byte{}, map[string]int64{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -385,8 +396,8 @@ func readTarball(t *testing.T, data []byte, dir string) map[string][]byte {
 		}
 		if h.Typeflag == tar.TypeReg {
 			b, _ := io.ReadAll(tr)
-			files[name] = b
+			files[name], modes[name] = b, h.Mode
 		}
 	}
-	return files
+	return files, modes
 }

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# repro-check.sh (make repro-check) builds bin/capsule twice from the
+# repro-check.sh (make repro-check) runs `make image` twice from the
 # committed HEAD, one build after the other, each in a fresh clone at a
 # different path with its own empty build caches (CAPSULE_BUILD_CACHE: the
 # Debian sources, CPython, zlib, sqlite3, the bundled packages' .debs, the
-# npm tarball; GOCACHE: every compiled Go package), and prints both SHA-256.
-# The Go module cache and npm's cache are shared: both are verified by hash
-# (go.sum, wazero's pin in runtimes/wazero/prepare.sh, the pinned tarball
-# SHA-256) before anything is used.
+# npm tarball; GOCACHE: every compiled Go package), and compares every release
+# artefact: the binary and tarball of each architecture, the npm package and
+# the container images (dist/SHA256SUMS, and the images' digests). The Go
+# module cache and npm's cache are shared: both are verified by hash (go.sum,
+# wazero's pin in runtimes/wazero/prepare.sh, the pinned tarball SHA-256)
+# before anything is used.
 #
 # When the binaries differ it says which embedded file differs and where.
-# Exit status 0 when they are identical, 1 otherwise.
+# Exit status 0 when every artefact is identical, 1 otherwise.
 #
 # Environment: CAPSULE_REPRO_DIR (work directory, default a new one under
 # /tmp; removed on success), CAPSULE_REPRO_PARALLEL=1 (run the two builds
@@ -32,7 +34,7 @@ caches=("$work/c1" "$work/second-build/build-cache")
 declare -a sums secs
 build() {
 	local i=$1 dir=${dirs[$1]} start=$SECONDS
-	if ! (cd "$dir" && env CAPSULE_BUILD_CACHE="${caches[i]}" GOCACHE="${caches[i]}/go" make build) \
+	if ! (cd "$dir" && env CAPSULE_BUILD_CACHE="${caches[i]}" GOCACHE="${caches[i]}/go" make image) \
 		>"$work/build-$i.log" 2>&1; then
 		tail -n 30 "$work/build-$i.log" >&2
 		echo "repro-check: build $((i + 1)) failed; see $work/build-$i.log" >&2
@@ -63,19 +65,19 @@ else
 fi
 for i in 0 1; do
 	secs[i]=$(<"$work/build-$i.secs")
-	sums[i]=$(sha256sum "${dirs[i]}/bin/capsule" | cut -d' ' -f1)
-done
-
-for i in 0 1; do
-	echo "build $((i + 1)): ${sums[i]}  bin/capsule  (${secs[i]} s, ${dirs[i]})"
+	sums[i]=$(sha256sum "${dirs[i]}/dist/SHA256SUMS" | cut -d' ' -f1)
+	echo "build $((i + 1)): ${secs[i]} s in ${dirs[i]}; dist/SHA256SUMS:"
+	sed 's/^/    /' "${dirs[i]}/dist/SHA256SUMS"
+	grep -h -o 'image capsule:[^ ]* for linux/[a-z0-9]*, digest sha256:[0-9a-f]*' "$work/build-$i.log" | sed 's/^/    /'
 done
 if [[ ${sums[0]} == "${sums[1]}" ]]; then
-	echo "repro-check: identical: commit $commit builds to ${sums[0]}"
+	echo "repro-check: identical: commit $commit gives the same binaries, tarballs, npm package and images (dist/SHA256SUMS ${sums[0]})"
 	[[ -n ${CAPSULE_REPRO_DIR:-} ]] || rm -rf "$work"
 	exit 0
 fi
+diff <(cat "${dirs[0]}/dist/SHA256SUMS") <(cat "${dirs[1]}/dist/SHA256SUMS") >&2 || true
 
-echo "repro-check: the binaries differ; the embedded files:" >&2
+echo "repro-check: the artefacts differ; the files the binaries embed:" >&2
 # Every file the binary embeds is in a runtime's dist/ directory (Python's
 # bundled packages in dist/bundle).
 for f in $(cd "${dirs[0]}" && find runtimes/*/dist -maxdepth 2 -type f | LC_ALL=C sort); do

@@ -1,82 +1,75 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"capsule/cmd/capsule-release/archive"
 )
 
-// releaseFile is one file of the tarball.
-type releaseFile struct {
+// namedFile is one file of a tarball, or one artefact of the output
+// directory (where the mode is not used).
+type namedFile struct {
 	name string
 	mode int64
 	data []byte
 }
 
+// sha256sums renders files' hashes in sha256sum's format, in their order.
+func sha256sums(files []namedFile) []byte {
+	var sums bytes.Buffer
+	for _, f := range files {
+		fmt.Fprintf(&sums, "%x  %s\n", sha256.Sum256(f.data), f.name)
+	}
+	return sums.Bytes()
+}
+
 // files returns the tarball's files in their fixed order, SHA256SUMS last.
-func (rel *release) files() ([]releaseFile, error) {
+func (rel *release) files() ([]namedFile, error) {
 	sbom, err := rel.sbom()
 	if err != nil {
 		return nil, err
 	}
-	files := []releaseFile{
+	files := []namedFile{
 		{"capsule", 0o755, rel.Binary},
 		{"LICENSE", 0o644, rel.Licence},
 		{"THIRD_PARTY_NOTICES", 0o644, rel.notices()},
 		{"SBOM.spdx.json", 0o644, sbom},
 	}
-	var sums bytes.Buffer
-	for _, f := range files {
-		fmt.Fprintf(&sums, "%x  %s\n", sha256.Sum256(f.data), f.name)
-	}
-	return append(files, releaseFile{"SHA256SUMS", 0o644, sums.Bytes()}), nil
+	return append(files, namedFile{"SHA256SUMS", 0o644, sha256sums(files)}), nil
 }
 
-// write writes OUT/NAME.tar.gz and OUT/SHA256SUMS and returns the tarball's
-// path. Every header carries the release time, owner 0 and a fixed mode,
-// and gzip records no name or time, so the tarball is reproducible.
-func (rel *release) write(out string) (string, error) {
+// tarball returns NAME.tar.gz: the files under NAME/, every header with the
+// release time, owner 0 and a fixed mode (package archive), so the tarball
+// is reproducible.
+func (rel *release) tarball() (namedFile, error) {
 	files, err := rel.files()
 	if err != nil {
-		return "", err
+		return namedFile{}, err
 	}
-	var buf bytes.Buffer
-	gz, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	tw := tar.NewWriter(gz)
-	hdr := func(name string, typ byte, mode, size int64) *tar.Header {
-		return &tar.Header{Typeflag: typ, Name: name, Mode: mode, Size: size, ModTime: rel.Created,
-			Format: tar.FormatUSTAR}
-	}
-	if err := tw.WriteHeader(hdr(rel.Name+"/", tar.TypeDir, 0o755, 0)); err != nil {
-		return "", err
-	}
+	entries := []archive.Entry{{Name: rel.Name + "/", Mode: 0o755}}
 	for _, f := range files {
-		if err := tw.WriteHeader(hdr(rel.Name+"/"+f.name, tar.TypeReg, f.mode, int64(len(f.data)))); err != nil {
-			return "", err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return "", err
-		}
+		entries = append(entries, archive.Entry{Name: rel.Name + "/" + f.name, Mode: f.mode, Data: f.data})
 	}
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	if err := gz.Close(); err != nil {
-		return "", err
-	}
+	b, err := archive.TarGz(entries, rel.Created)
+	return namedFile{name: rel.Name + ".tar.gz", data: b}, err
+}
+
+// writeArtefacts writes each artefact into out, then OUT/SHA256SUMS with
+// the hashes of them all, in their order.
+func writeArtefacts(out string, arts []namedFile) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", err
+		return err
 	}
-	tarball := filepath.Join(out, rel.Name+".tar.gz")
-	if err := writeFile(tarball, buf.Bytes()); err != nil {
-		return "", err
+	for _, a := range arts {
+		if err := writeFile(filepath.Join(out, a.name), a.data); err != nil {
+			return err
+		}
 	}
-	sums := fmt.Sprintf("%x  %s\n", sha256.Sum256(buf.Bytes()), filepath.Base(tarball))
-	return tarball, writeFile(filepath.Join(out, "SHA256SUMS"), []byte(sums))
+	return writeFile(filepath.Join(out, "SHA256SUMS"), sha256sums(arts))
 }
 
 // writeFile replaces path atomically.
