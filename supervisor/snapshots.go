@@ -58,7 +58,7 @@ func (s *Supervisor) CacheStatus() snapcache.Status { return s.snapshots.Status(
 // interpreter, the memory limit and, for Python, --python-path's packages,
 // which the snapshot's import state holds.
 func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
-	key, err := worker.SnapshotKey(name.Language, uint64(s.cfg.Limits.Memory))
+	key, err := worker.SnapshotKey(name.Language, name.Variant, uint64(s.cfg.Limits.Memory))
 	if err != nil {
 		return "", err
 	}
