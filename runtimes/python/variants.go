@@ -38,10 +38,20 @@ var Variants = []Variant{
 	{
 		Name:    "sympy",
 		Modules: []string{"sympy", "mpmath"},
-		Preload: []string{"sympy", "mpmath"},
+		// What solve, integrate, simplify and nsolve import on their
+		// first use, imported rather than run: running them would leave
+		// dummies numbered and caches filled that a call could see.
+		// Not sympy.integrals.manualintegrate, which numbers two dummies
+		// as it is imported: a call that makes one without integrating
+		// first would see another name than after a plain import.
+		Preload: []string{"sympy", "mpmath", "sympy.assumptions.wrapper", "sympy.sets.setexpr",
+			"sympy.sets.handlers.issubset", "sympy.integrals.heurisch", "sympy.integrals.risch",
+			"sympy.integrals.prde", "sympy.integrals.rde", "sympy.polys.polymatrix", "sympy.physics.units",
+			"sympy.codegen.ast"},
 		// The first expand imports 16 more modules (sympy.combinatorics,
-		// sympy.tensor...); clear_cache leaves no expression of the
-		// warm-up for a call to find.
+		// sympy.tensor...) and builds what every later one uses;
+		// clear_cache leaves no expression of the warm-up for a call to
+		// find.
 		WarmUp: `import sympy
 x = sympy.Symbol("x")
 sympy.expand((x + 1)**3)
