@@ -52,16 +52,8 @@ type pooledWorker struct {
 // newPool starts keeping size ready workers of language. With size 0 it
 // still starts one worker, to fill the compilation cache, and discards it.
 func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool {
-	pl := &pool{
-		s:       s,
-		name:    snapcache.Name{Language: language},
-		size:    size,
-		idle:    idle,
-		warm:    make(chan struct{}),
-		changed: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-	}
+	pl := emptyPool(s, snapcache.Name{Language: language}, idle)
+	pl.size = size
 	go pl.loop()
 	return pl
 }
@@ -70,19 +62,25 @@ func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool
 // compilation cache is filled by then (the plain pools' first workers did
 // it): the pool is warm from the start.
 func newDemandPool(s *Supervisor, name snapcache.Name, d *demand.Meter, idle time.Duration) *pool {
-	pl := &pool{
+	pl := emptyPool(s, name, idle)
+	pl.demand = d
+	pl.warmOnce.Do(func() { close(pl.warm) })
+	go pl.loop()
+	return pl
+}
+
+// emptyPool is a pool of name with nothing started and no size set, for
+// newPool and newDemandPool to size and start.
+func emptyPool(s *Supervisor, name snapcache.Name, idle time.Duration) *pool {
+	return &pool{
 		s:       s,
 		name:    name,
-		demand:  d,
 		idle:    idle,
 		warm:    make(chan struct{}),
 		changed: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
-	pl.warmOnce.Do(func() { close(pl.warm) })
-	go pl.loop()
-	return pl
 }
 
 // target is how many ready workers the pool keeps now.

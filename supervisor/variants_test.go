@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -67,15 +65,7 @@ func TestPythonVariantsFlag(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			cfg := DefaultConfig()
-			e := NewEnvFlags(fs)
-			cfg.RegisterFlags(e)
-			err := e.Parse(c.args)
+			cfg, err := parseConfig(t, c.env, c.args)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err = %v, want %q", err, c.wantErr)
