@@ -341,3 +341,9 @@ func (v StringValue) Set(s string) error { *v.S = s; return nil }
 
 // BoolValue returns a flag.Value for b (true/false, 1/0, yes/no, on/off).
 func BoolValue(b *bool) flag.Value { return boolValue{b} }
+
+// DurationValue returns a flag.Value for a positive duration (30s, 2m).
+func DurationValue(d *time.Duration) flag.Value { return durationValue{d} }
+
+// IntValue returns a flag.Value for a whole number of at least min.
+func IntValue(n *int, min int) flag.Value { return intValue{n, min} }

@@ -1,8 +1,9 @@
-package supervisor
+package transport
 
 import (
 	"bufio"
 	"bytes"
+	"capsule/supervisor"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -215,7 +216,7 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 		"id":      id,
 		"error": map[string]any{
 			"code":    -32600,
-			"message": fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, Size(g.max)),
+			"message": fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max)),
 		},
 	})
 	g.mu.Lock()
