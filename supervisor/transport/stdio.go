@@ -24,6 +24,12 @@ import (
 //   - At the end of stdin it waits, up to a grace period, for the calls
 //     still running to answer before it reports the end, since mcp-go
 //     cancels every running call when its input ends.
+//   - It answers a request whose id is null as an invalid request; mcp-go
+//     would take it for a notification and say nothing.
+//   - It handles JSON-RPC batches by the negotiated version: under
+//     2025-03-26 each message goes to the server alone and their responses
+//     come back as one array; later versions have no batches, and a batch
+//     is refused.
 //
 // mcp-go writes each message with one Write call, which the guard relies
 // on to see whole messages.
@@ -35,15 +41,26 @@ type StdioGuard struct {
 
 	line []byte // the rest of the line being handed to the server
 
-	mu      sync.Mutex // guards out, pending and idle
+	mu      sync.Mutex // guards out, pending, idle, batches, initID and version
 	pending map[string]bool
 	idle    chan struct{} // closed when pending becomes empty
+	// batches holds the batches waiting for responses, by request id.
+	batches map[string]*stdioBatch
+	// initID is the initialize request's id; version is the protocol
+	// version the server answered it with.
+	initID, version string
+}
+
+// stdioBatch gathers the responses to one batch.
+type stdioBatch struct {
+	waiting   int
+	responses [][]byte
 }
 
 // NewStdioGuard guards the server's stdin and stdout; max bounds one
 // message, grace is how long calls may run on after stdin ends.
 func NewStdioGuard(stdin io.Reader, stdout io.Writer, max int, grace time.Duration) *StdioGuard {
-	return &StdioGuard{in: bufio.NewReaderSize(stdin, 64<<10), out: stdout, max: max, grace: grace, pending: map[string]bool{}}
+	return &StdioGuard{in: bufio.NewReaderSize(stdin, 64<<10), out: stdout, max: max, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
 }
 
 // Read implements io.Reader for the stdio server: whole lines of at most
@@ -52,9 +69,10 @@ func (g *StdioGuard) Read(p []byte) (int, error) {
 	for len(g.line) == 0 {
 		line, err := g.next()
 		if len(line) > 0 {
-			g.note(line)
-			g.line = line
-			break
+			g.line = g.admit(line)
+			if len(g.line) > 0 {
+				break
+			}
 		}
 		if err == io.EOF {
 			g.waitIdle()
@@ -69,21 +87,70 @@ func (g *StdioGuard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// idCarrier is what the guard reads of a message.
-type idCarrier struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-	} `json:"params"`
+// admit returns what of a line the server is to read: the line itself;
+// nothing, when the guard answered it; or a batch's messages, one a line.
+func (g *StdioGuard) admit(line []byte) []byte {
+	if isBatch(line) {
+		return g.admitBatch(line)
+	}
+	var m message
+	if json.Unmarshal(line, &m) != nil {
+		return line // the server answers a parse error
+	}
+	if m.hasNullID() {
+		g.writeLine(errorResponse(nil, codeInvalidRequest, nullIDError))
+		return nil
+	}
+	g.note(&m, nil)
+	return line
 }
 
-// note records a request as pending, or a cancellation of one.
-func (g *StdioGuard) note(line []byte) {
-	var m idCarrier
-	if json.Unmarshal(line, &m) != nil || m.Method == "" {
-		return
+// admitBatch splits a batch into lines for the server, or refuses it.
+func (g *StdioGuard) admitBatch(line []byte) []byte {
+	g.mu.Lock()
+	version := g.version
+	g.mu.Unlock()
+	var elems []json.RawMessage
+	switch err := json.Unmarshal(line, &elems); {
+	case !batchesAllowed(version):
+		g.writeLine(errorResponse(nil, codeInvalidRequest, noBatches(version)))
+		return nil
+	case err != nil:
+		g.writeLine(errorResponse(nil, codeParseError, "the batch is not valid JSON: "+err.Error()))
+		return nil
+	case len(elems) == 0:
+		g.writeLine(errorResponse(nil, codeInvalidRequest, "the batch is empty"))
+		return nil
 	}
+	b := &stdioBatch{}
+	var lines []byte
+	for _, e := range elems {
+		var m message
+		switch {
+		case json.Unmarshal(e, &m) != nil || (m.Method == "" && !m.isResponse()):
+			b.responses = append(b.responses, errorResponse(nil, codeInvalidRequest, "a batch element is not a JSON-RPC message"))
+		case m.hasNullID():
+			b.responses = append(b.responses, errorResponse(nil, codeInvalidRequest, nullIDError))
+		case m.Method == "initialize":
+			b.responses = append(b.responses, errorResponse(m.ID, codeInvalidRequest, "initialize must not be part of a batch"))
+		default:
+			g.note(&m, b)
+			var c bytes.Buffer
+			_ = json.Compact(&c, e) // one line: JSON has no raw newline but in white space
+			lines = append(append(lines, c.Bytes()...), '\n')
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b.waiting == 0 && len(b.responses) > 0 {
+		g.out.Write(append(joinBatch(b.responses), '\n'))
+	}
+	return lines
+}
+
+// note records a request as pending (in batch b, when not nil), or a
+// cancellation of one.
+func (g *StdioGuard) note(m *message, b *stdioBatch) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -91,43 +158,67 @@ func (g *StdioGuard) note(line []byte) {
 		if _, ok := g.pending[idKey(m.Params.RequestID)]; ok {
 			g.pending[idKey(m.Params.RequestID)] = true
 		}
-	case len(m.ID) > 0 && string(m.ID) != "null":
+	case m.isRequest():
 		if len(g.pending) == 0 {
 			g.idle = make(chan struct{})
 		}
-		g.pending[idKey(m.ID)] = false
+		key := idKey(m.ID)
+		g.pending[key] = false
+		if b != nil {
+			b.waiting++
+			g.batches[key] = b
+		}
+		if m.Method == "initialize" {
+			g.initID = key
+		}
 	}
-}
-
-func idKey(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
 }
 
 // Write implements io.Writer for the stdio server: one message per call.
-// A response to a cancelled request is dropped.
+// A response to a cancelled request is dropped; one to a request of a
+// batch waits for the rest of the batch.
 func (g *StdioGuard) Write(p []byte) (int, error) {
-	var m idCarrier
-	isResponse := json.Unmarshal(p, &m) == nil && m.Method == "" && len(m.ID) > 0
+	var m message
+	if json.Unmarshal(p, &m) != nil || !m.isResponse() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.out.Write(p)
+	}
+	key := idKey(m.ID)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if isResponse {
-		key := idKey(m.ID)
-		cancelled, ok := g.pending[key]
-		if ok {
-			delete(g.pending, key)
-			if len(g.pending) == 0 {
-				close(g.idle)
-			}
-		}
-		if cancelled {
-			return len(p), nil
+	if key == g.initID {
+		g.version = m.Result.ProtocolVersion
+	}
+	cancelled, ok := g.pending[key]
+	if ok {
+		delete(g.pending, key)
+		if len(g.pending) == 0 {
+			close(g.idle)
 		}
 	}
+	if b := g.batches[key]; b != nil {
+		delete(g.batches, key)
+		b.waiting--
+		if !cancelled {
+			b.responses = append(b.responses, bytes.Clone(bytes.TrimSpace(p))) // p is the server's buffer
+		}
+		if b.waiting == 0 && len(b.responses) > 0 {
+			_, _ = g.out.Write(append(joinBatch(b.responses), '\n'))
+		}
+		return len(p), nil
+	}
+	if cancelled {
+		return len(p), nil
+	}
 	return g.out.Write(p)
+}
+
+// writeLine writes a message of the guard's own.
+func (g *StdioGuard) writeLine(msg []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, _ = g.out.Write(append(msg, '\n'))
 }
 
 // waitIdle waits until every pending request has been answered, or the
@@ -211,15 +302,6 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 	} else if m := idAtEnd.FindSubmatch(tail); m != nil {
 		id = m[1]
 	}
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      id,
-		"error": map[string]any{
-			"code":    -32600,
-			"message": fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max)),
-		},
-	})
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, _ = g.out.Write(append(b, '\n'))
+	g.writeLine(errorResponse(id, codeInvalidRequest,
+		fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max))))
 }

@@ -1,0 +1,176 @@
+package main
+
+// Real MCP clients for the end-to-end tests, besides mcp-go's: the
+// TypeScript SDK (run by node, installed with npm on first use) and the Go
+// SDK (github.com/modelcontextprotocol/go-sdk), each over stdio and
+// Streamable HTTP, since hosts are built on them and each reads the
+// protocol a little differently.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tsSDKVersion is the TypeScript SDK the tests drive capsule with.
+const tsSDKVersion = "1.32.2"
+
+var tsSDK struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// tsClientDir returns a directory holding the TypeScript SDK and
+// testdata/tsclient/client.mjs, installing the SDK with npm the first time.
+// The directory outlives the test run, so the install happens once per
+// machine.
+func tsClientDir(t testing.TB) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the TypeScript SDK client cannot run", tool)
+		}
+	}
+	tsSDK.once.Do(func() {
+		dir := filepath.Join(os.TempDir(), "capsule-e2e-ts-sdk-"+tsSDKVersion)
+		tsSDK.dir = dir
+		pkg := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+		if _, err := os.Stat(pkg); err != nil {
+			if tsSDK.err = os.MkdirAll(dir, 0o755); tsSDK.err != nil {
+				return
+			}
+			if tsSDK.err = os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private": true}`+"\n"), 0o644); tsSDK.err != nil {
+				return
+			}
+			cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--save-exact", "@modelcontextprotocol/sdk@"+tsSDKVersion)
+			cmd.Dir = dir
+			if b, err := cmd.CombinedOutput(); err != nil {
+				tsSDK.err = &installError{err, string(b)}
+				return
+			}
+		}
+		script, err := os.ReadFile(filepath.Join("testdata", "tsclient", "client.mjs"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o644)
+		}
+		tsSDK.err = err
+	})
+	if tsSDK.err != nil {
+		t.Fatalf("installing the TypeScript SDK: %v", tsSDK.err)
+	}
+	return tsSDK.dir
+}
+
+type installError struct {
+	err error
+	out string
+}
+
+func (e *installError) Error() string { return e.err.Error() + ": " + strings.TrimSpace(e.out) }
+
+// tsStep is one step the TypeScript client took: its result or its error.
+type tsStep struct {
+	OK    json.RawMessage `json:"ok"`
+	Error string          `json:"error"`
+}
+
+// tsRun is what the TypeScript client saw.
+type tsRun struct {
+	Steps        []tsStep          `json:"steps"`
+	Errors       []string          `json:"errors"`
+	Logs         []json.RawMessage `json:"logs"`
+	ConnectError string            `json:"connectError"`
+}
+
+// runTS runs the TypeScript client with spec (transport, steps, ...).
+func runTS(t testing.TB, spec map[string]any) tsRun {
+	t.Helper()
+	dir := tsClientDir(t)
+	b, _ := json.Marshal(spec)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", string(b))
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("TypeScript client: %v\n%s", err, stderr.String())
+	}
+	var run tsRun
+	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+		t.Fatalf("TypeScript client printed %q: %v\n%s", stdout.String(), err, stderr.String())
+	}
+	if run.ConnectError != "" {
+		t.Fatalf("TypeScript client could not connect: %s", run.ConnectError)
+	}
+	return run
+}
+
+// tsStdio is the spec of a TypeScript client that starts capsule serve
+// with flags on stdio and takes steps.
+func tsStdio(steps []map[string]any, flags ...string) map[string]any {
+	return map[string]any{
+		"transport": "stdio", "command": capsuleBin, "args": append([]string{"serve"}, flags...),
+		"steps": steps,
+	}
+}
+
+// tsHTTP is the spec of a TypeScript client that talks to s with the test
+// token and takes steps.
+func tsHTTP(s *httpServer, steps []map[string]any) map[string]any {
+	return map[string]any{
+		"transport": "http", "url": s.base + "/mcp", "headers": bearer(testToken),
+		"steps": steps,
+	}
+}
+
+// goSDKStdio connects the Go SDK's client to a new capsule serve with
+// flags on stdio.
+func goSDKStdio(t testing.TB, opts *gosdk.ClientOptions, flags ...string) *gosdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(capsuleBin, append([]string{"serve"}, flags...)...)
+	cmd.Env = serverEnv()
+	return goSDKConnect(t, &gosdk.CommandTransport{Command: cmd}, opts)
+}
+
+// goSDKHTTP connects the Go SDK's client to s with the test token.
+func goSDKHTTP(t testing.TB, s *httpServer, opts *gosdk.ClientOptions) *gosdk.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: headerTransport{bearer(testToken)}}
+	return goSDKConnect(t, &gosdk.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true}, opts)
+}
+
+func goSDKConnect(t testing.TB, tr gosdk.Transport, opts *gosdk.ClientOptions) *gosdk.ClientSession {
+	t.Helper()
+	c := gosdk.NewClient(&gosdk.Implementation{Name: "capsule-go-sdk-e2e", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("Go SDK: connecting: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct{ headers map[string]string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
