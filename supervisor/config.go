@@ -26,7 +26,9 @@ type Limits struct {
 	// MaxOutput caps stdout and stderr, each; beyond it output is dropped
 	// and counted, and the run goes on.
 	MaxOutput Size
-	// MaxCode caps the size of the submitted code.
+	// MaxCode caps the length of the submitted code in characters
+	// (Unicode code points, as the input schema's maxLength counts them),
+	// and the size of the inputs in bytes of JSON.
 	MaxCode Size
 	// Scratch caps a Python call's private writable directory (/tmp, the
 	// working directory), held in the worker's memory on top of Memory;
@@ -220,7 +222,7 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 		"the most a call's timeout_seconds may ask for; not below --timeout (left unset, it rises to --timeout)")
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
-	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
+	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the submitted code, in characters (as the tools' maxLength counts them), and on the inputs, in bytes of JSON")
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only)")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")

@@ -268,7 +268,7 @@ type Request struct {
 	// Inputs is an optional JSON object given to the code as `inputs`.
 	Inputs json.RawMessage
 	// Timeout replaces the configured timeout when positive; it is capped
-	// at Limits.MaxTimeout.
+	// at Limits.MaxTimeout (the tools refuse more before they get here).
 	Timeout time.Duration
 }
 
@@ -288,9 +288,11 @@ func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
 }
 
 func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Duration) *Answer {
-	if n := len(req.Code); int64(n) > int64(s.cfg.Limits.MaxCode) {
+	// Characters, not bytes: the input schema's maxLength counts them, and
+	// a call the schema admits must not be refused for its encoding.
+	if n := utf8.RuneCountInString(req.Code); int64(n) > int64(s.cfg.Limits.MaxCode) {
 		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
-			fmt.Sprintf("code_size: the code is %d bytes, over the %s limit", n, s.cfg.Limits.MaxCode))
+			fmt.Sprintf("code_size: the code is %d characters, over the limit of %d (--max-code)", n, int64(s.cfg.Limits.MaxCode)))
 	}
 	if n := len(req.Inputs); int64(n) > int64(s.cfg.Limits.MaxCode) {
 		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",

@@ -92,8 +92,8 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
-		"dropped), %s of code and %s of inputs.",
-		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode)
+		"dropped), %d characters of code and %s of inputs.",
+		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode)
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
@@ -104,14 +104,14 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 		// Code may read the clock or random numbers.
 		mcp.WithIdempotentHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
-		// The schema states what ParseArguments and Execute enforce. The
-		// code limit is in bytes, maxLength in characters: a character
-		// is at least one byte, so the schema never admits less than the
-		// server does, and the server's answer names the byte limit.
+		// The schema states exactly what ParseArguments, the handler and
+		// Execute enforce: the code's length in characters, as maxLength
+		// counts them, and timeout_seconds within its bounds, more being
+		// refused rather than cut.
 		mcp.WithString("code", mcp.Required(), mcp.MaxLength(int(lim.MaxCode)),
-			mcp.Description(fmt.Sprintf("The source code to run (at most %s as UTF-8).", lim.MaxCode))),
+			mcp.Description(fmt.Sprintf("The source code to run (at most %d characters).", int64(lim.MaxCode)))),
 		mcp.WithNumber("timeout_seconds", mcp.Min(MinTimeout.Seconds()), mcp.Max(lim.MaxTimeout.Seconds()),
-			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g).",
+			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g; a call that asks for more is refused).",
 				lim.Timeout.Seconds(), MinTimeout.Seconds(), lim.MaxTimeout.Seconds()))),
 		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
@@ -243,6 +243,9 @@ func jsonType(v any) string {
 func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, err := ParseArguments(req.GetRawArguments())
+		if err == nil {
+			err = s.checkTimeout(args.Timeout)
+		}
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
@@ -255,6 +258,17 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		res.IsError = a.IsError()
 		return res, nil
 	}
+}
+
+// checkTimeout refuses a timeout_seconds above --max-timeout, as the input
+// schema's maximum says: a call silently cut short of what it asked for
+// would look like a slow program.
+func (s *Supervisor) checkTimeout(asked time.Duration) error {
+	if most := s.cfg.Limits.MaxTimeout; asked > most {
+		return fmt.Errorf("argument \"timeout_seconds\" is %g, above the most a call may ask for on this server: %g seconds (--max-timeout)",
+			asked.Seconds(), most.Seconds())
+	}
+	return nil
 }
 
 // progressEvery is how often a running call reports progress.

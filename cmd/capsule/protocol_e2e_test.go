@@ -101,8 +101,10 @@ func TestInputsAndTimeoutSeconds(t *testing.T) {
 			expectation{isError: true, text: "must be a JSON object"}},
 		{"execute_python", map[string]any{"code": "while True:\n    pass", "timeout_seconds": 1.5},
 			expectation{isError: true, limit: "timeout", errContains: "exceeded 1.5s"}},
-		// Above --max-timeout: capped at 2s.
+		// Above --max-timeout: refused, as the schema's maximum says.
 		{"execute_javascript", map[string]any{"code": "for (;;) {}", "timeout_seconds": 100},
+			expectation{isError: true, text: "above the most a call may ask for on this server: 2 seconds"}},
+		{"execute_javascript", map[string]any{"code": "for (;;) {}", "timeout_seconds": 2},
 			expectation{isError: true, limit: "timeout", errContains: "exceeded 2s"}},
 		{"execute_python", map[string]any{"code": "1", "timeout_seconds": -1},
 			expectation{isError: true, text: "positive number"}},

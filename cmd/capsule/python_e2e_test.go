@@ -162,7 +162,7 @@ func TestBadArguments(t *testing.T) {
 func TestCodeSizeLimit(t *testing.T) {
 	s := startServer(t, "--max-code", "1KiB")
 	res, st := s.call(t, "execute_python", "x = 1\n"+strings.Repeat("#", 2048))
-	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "1KiB"})
+	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "over the limit of 1024"})
 }
 
 // writePackage writes a small pure-Python package, and a module next to

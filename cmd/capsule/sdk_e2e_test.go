@@ -174,3 +174,69 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// sdkCall is one tool call for callEverywhere.
+type sdkCall struct {
+	tool string
+	args map[string]any
+}
+
+// sdkOutcome is a tool result as a client read it.
+type sdkOutcome struct {
+	IsError    bool           `json:"isError"`
+	Structured map[string]any `json:"structuredContent"`
+	Content    []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// text joins the outcome's text content.
+func (o sdkOutcome) text() string {
+	var parts []string
+	for _, c := range o.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// sdkClients names the clients callEverywhere uses.
+var sdkClients = []string{"ts/stdio", "ts/http", "go/stdio", "go/http"}
+
+// callEverywhere makes calls through the TypeScript and the Go SDK, each
+// over stdio and over HTTP, against servers started with flags, and
+// returns each client's outcomes, in order, by client name.
+func callEverywhere(t *testing.T, flags []string, calls []sdkCall) map[string][]sdkOutcome {
+	t.Helper()
+	out := map[string][]sdkOutcome{}
+	hs := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, flags...)
+	var steps []map[string]any
+	for _, c := range calls {
+		steps = append(steps, map[string]any{"op": "call", "name": c.tool, "arguments": c.args})
+	}
+	for name, spec := range map[string]map[string]any{"ts/stdio": tsStdio(steps, flags...), "ts/http": tsHTTP(hs, steps)} {
+		run := runTS(t, spec)
+		for i, st := range run.Steps {
+			var o sdkOutcome
+			if st.Error != "" || json.Unmarshal(st.OK, &o) != nil {
+				t.Fatalf("%s: call %d (%s): %s %s", name, i, calls[i].tool, st.Error, st.OK)
+			}
+			out[name] = append(out[name], o)
+		}
+		if len(run.Errors) > 0 {
+			t.Errorf("%s: the TypeScript SDK reported errors: %q", name, run.Errors)
+		}
+	}
+	for name, cs := range map[string]*gosdk.ClientSession{"go/stdio": goSDKStdio(t, nil, flags...), "go/http": goSDKHTTP(t, hs, nil)} {
+		for _, c := range calls {
+			res := goSDKCall(t, cs, c.tool, c.args)
+			b, _ := json.Marshal(res)
+			var o sdkOutcome
+			if err := json.Unmarshal(b, &o); err != nil {
+				t.Fatalf("%s: %s: %v", name, b, err)
+			}
+			out[name] = append(out[name], o)
+		}
+	}
+	return out
+}

@@ -500,8 +500,8 @@ func TestResolveDefaults(t *testing.T) {
 	if o.MaxClientConcurrency != 6 {
 		t.Errorf("MaxClientConcurrency = %d, want 2 × 3", o.MaxClientConcurrency)
 	}
-	if o.MaxRequestBody != 5<<20 {
-		t.Errorf("MaxRequestBody = %s, want 2 × 2MiB + 1MiB", o.MaxRequestBody)
+	if o.MaxRequestBody != 11<<20 {
+		t.Errorf("MaxRequestBody = %s, want 5 × 2MiB + 1MiB", o.MaxRequestBody)
 	}
 	if o.ShutdownGrace != 10*time.Second {
 		t.Errorf("ShutdownGrace = %v, want 10s", o.ShutdownGrace)

@@ -106,10 +106,11 @@ func (o *ServeOptions) Resolve(cfg supervisor.Config) error {
 }
 
 // DefaultMaxRequestBody is the body limit when none is set: room for the
-// code and the inputs, each bounded by MaxCode, plus 1MiB for JSON escaping
-// and the JSON-RPC envelope, so that a call the supervisor would take is not
-// refused by the transport.
-func DefaultMaxRequestBody(l supervisor.Limits) supervisor.Size { return 2*l.MaxCode + 1<<20 }
+// code (MaxCode characters, up to 4 bytes each in UTF-8) and the inputs
+// (MaxCode bytes), plus 1MiB for JSON escaping and the JSON-RPC envelope,
+// so that a call the supervisor would take is not refused by the
+// transport.
+func DefaultMaxRequestBody(l supervisor.Limits) supervisor.Size { return 5*l.MaxCode + 1<<20 }
 
 // checkToken trims the trailing newline a file or a secret usually carries
 // and refuses a token that would turn authentication off or could never
@@ -197,7 +198,7 @@ func (v autoSize) String() string {
 	case v.s == nil:
 		return "" // the flag package's zero value, so the default below is shown
 	case *v.s == 0:
-		return "2 × max-code + 1MiB"
+		return "5 × max-code + 1MiB"
 	}
 	return v.s.String()
 }
