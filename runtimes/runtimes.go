@@ -33,6 +33,9 @@ const (
 	LimitCodeSize = "code_size"
 	// LimitScratch is the size of the private scratch directory.
 	LimitScratch = "scratch"
+	// LimitShutdown is the server's shutdown grace period: the call was
+	// still running when it ended.
+	LimitShutdown = "shutdown"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the

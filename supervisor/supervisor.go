@@ -58,6 +58,9 @@ type Supervisor struct {
 	drained  chan struct{}
 	stopped  context.Context
 	stop     context.CancelFunc
+	// grace is the shutdown grace Drain was given, for the answers of the
+	// calls it ends.
+	grace time.Duration
 	// reaping counts used workers still being reaped.
 	reaping sync.WaitGroup
 	// cgroups gives each worker a memory cgroup of its own, or is nil;
@@ -151,6 +154,34 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	<-finished
 	s.Close()
 	return err
+}
+
+// Drain shuts the supervisor down as Shutdown does, with grace for the
+// running calls to finish; a call still running when it is over is
+// answered with limit "shutdown", naming grace.
+func (s *Supervisor) Drain(grace time.Duration) error {
+	s.mu.Lock()
+	s.grace = grace
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
+
+// shutdownAnswer is the answer of a call that the shutdown ended.
+func (s *Supervisor) shutdownAnswer(col *collector) *Answer {
+	s.mu.Lock()
+	grace := s.grace
+	s.mu.Unlock()
+	msg := "shutdown: the server shut down before the call finished; its worker was killed"
+	if grace > 0 {
+		msg = fmt.Sprintf("shutdown: the server shut down and the call did not finish within its %s grace period (--shutdown-grace); its worker was killed", grace)
+	}
+	a := col.answer(nil, nil)
+	limit := runtimes.LimitShutdown
+	a.Limit = &limit
+	a.Error = &runtimes.ErrorInfo{Type: "ShutdownError", Message: msg}
+	return a
 }
 
 // Cgroup says whether each worker gets a memory cgroup of its own.
@@ -317,7 +348,7 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 		return errorAnswer("Cancelled", "the call was cancelled while waiting for a free worker")
 	case <-s.stopped.Done():
 		s.waiting.Add(-1)
-		return errorAnswer("ServerStopping", "the server is shutting down")
+		return s.shutdownAnswer(newCollector(0))
 	}
 	defer func() { <-s.slots }()
 
@@ -399,10 +430,10 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	switch {
 	case !errors.Is(err, os.ErrDeadlineExceeded):
 		return col.answer(nil, err)
+	case s.stopped.Err() != nil:
+		return s.shutdownAnswer(col)
 	case ctx.Err() != nil:
 		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
-	case s.stopped.Err() != nil:
-		return col.answer(nil, errors.New("the server shut down before the call finished; its worker was killed"))
 	}
 	o := runtimes.TimeoutOutcome(timeout)
 	return col.answer(&ipc.Done{Error: o.Error, Limit: o.Limit}, nil)

@@ -30,7 +30,7 @@ const outputSchema = `{
       },
       "required": ["type", "message", "traceback"]
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", null], "description": "The limit that was hit, if any."},
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "shutdown", null], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"}

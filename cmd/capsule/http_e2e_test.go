@@ -405,7 +405,7 @@ func TestHTTPShutdown(t *testing.T) {
 		{name: "call finishes within the grace", seconds: 2,
 			want: expectation{result: `"done"`, minDuration: 2 * time.Second}, maxAfter: 5 * time.Second},
 		{name: "call killed at the end of the grace", flags: []string{"--shutdown-grace", "1s"}, seconds: 30,
-			want:     expectation{isError: true, errContains: "shut down", result: "null"},
+			want:     expectation{isError: true, limit: "shutdown", errType: "ShutdownError", errContains: "within its 1s grace period", result: "null"},
 			maxAfter: 5 * time.Second},
 	}
 	for _, tc := range cases {

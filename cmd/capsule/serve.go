@@ -97,13 +97,17 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	listen, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), opts.ShutdownGrace)
+	// At the end of stdin, running calls get the shutdown grace to finish,
+	// and their answers a little longer to be written.
+	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), answerGrace)
+	guard.OnEOF = func() { drain(sup, opts.ShutdownGrace, logger) }
 	go func() { done <- stdio.Listen(listen, guard, guard) }()
 	logger.Info("serving MCP on stdio", "max_message", opts.MaxRequestBody)
 	select {
 	case err := <-done:
-		// stdin closed: the guard let running calls answer for up to the
-		// shutdown grace before Listen saw the end and cancelled the rest.
+		// stdin closed: the guard drained the supervisor, letting running
+		// calls answer for up to the shutdown grace, before Listen saw the
+		// end and cancelled what was left.
 		sup.Shutdown(context.Background())
 		if err != nil {
 			logger.Error("stdio server stopped", "error", err)
@@ -160,9 +164,7 @@ func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor,
 // drain lets running calls finish for up to grace, then kills them.
 func drain(sup *supervisor.Supervisor, grace time.Duration, logger hclog.Logger) {
 	logger.Info("shutting down: running calls may finish", "grace", grace)
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := sup.Shutdown(ctx); err != nil {
+	if err := sup.Drain(grace); err != nil {
 		logger.Warn("grace period over: killed the calls still running", "grace", grace)
 	}
 }

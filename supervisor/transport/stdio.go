@@ -21,9 +21,10 @@ import (
 //     mcp-go would read the whole line into memory and parse it first.
 //   - It sends no response to a request the client cancelled
 //     (notifications/cancelled; MCP: the receiver SHOULD NOT respond).
-//   - At the end of stdin it waits, up to a grace period, for the calls
-//     still running to answer before it reports the end, since mcp-go
-//     cancels every running call when its input ends.
+//   - At the end of stdin it runs OnEOF, then waits, up to a grace
+//     period, for the calls still running to answer before it reports
+//     the end, since mcp-go cancels every running call when its input
+//     ends.
 //   - It answers a request whose id is null as an invalid request; mcp-go
 //     would take it for a notification and say nothing.
 //   - It handles JSON-RPC batches by the negotiated version: under
@@ -34,6 +35,13 @@ import (
 // mcp-go writes each message with one Write call, which the guard relies
 // on to see whole messages.
 type StdioGuard struct {
+	// OnEOF, when set, runs at the end of stdin while calls are still
+	// running, before the guard waits for their answers. serve drains the
+	// supervisor there, so that a call still running at the end of the
+	// shutdown grace is ended by the shutdown, and its answer says so,
+	// rather than cancelled by the stdio server.
+	OnEOF func()
+
 	in    *bufio.Reader
 	out   io.Writer
 	max   int
@@ -75,6 +83,9 @@ func (g *StdioGuard) Read(p []byte) (int, error) {
 			}
 		}
 		if err == io.EOF {
+			if g.OnEOF != nil && g.busy() {
+				g.OnEOF()
+			}
 			g.waitIdle()
 			return 0, io.EOF
 		}
@@ -219,6 +230,13 @@ func (g *StdioGuard) writeLine(msg []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_, _ = g.out.Write(append(msg, '\n'))
+}
+
+// busy reports whether requests are waiting for their answers.
+func (g *StdioGuard) busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending) > 0
 }
 
 // waitIdle waits until every pending request has been answered, or the
