@@ -75,12 +75,11 @@ var languages = []language{
 	},
 }
 
-// NewMCPServer returns the MCP server with capsule's tools, backed by s.
-func NewMCPServer(s *Supervisor) *server.MCPServer {
-	srv := server.NewMCPServer("capsule", Version,
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
+// NewMCPServer returns the MCP server with capsule's tools, backed by s;
+// extra adds what a transport offers (stdio: logging).
+func NewMCPServer(s *Supervisor, extra ...server.ServerOption) *server.MCPServer {
+	opts := append([]server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}, s.identity()...)
+	srv := server.NewMCPServer("capsule", Version, append(opts, extra...)...)
 	for _, l := range languages {
 		srv.AddTool(s.tool(l), s.handler(l.name))
 	}
@@ -97,6 +96,7 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
+		mcp.WithToolIcons(toolIcons[l.name]),
 		mcp.WithTitleAnnotation(l.title),
 		// Nothing outside the sandbox changes, and nothing is reachable.
 		mcp.WithReadOnlyHintAnnotation(true),

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"capsule/supervisor"
+	"capsule/supervisor/mcplog"
 	"capsule/supervisor/transport"
 )
 
@@ -87,8 +88,16 @@ func serve(args []string) int {
 // answer. On a signal the supervisor drains first, while the stdio server
 // still writes the running calls' answers; only then does the stdio server
 // stop, since stopping it cancels the calls still running.
-func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts transport.ServeOptions, logger hclog.Logger) int {
-	stdio := server.NewStdioServer(supervisor.NewMCPServer(sup))
+func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts transport.ServeOptions, logger hclog.InterceptLogger) int {
+	// The one client of a stdio server may read the server's log: it gets
+	// each line at the level it sets (logging/setLevel), and stderr still
+	// gets every line.
+	logs := mcplog.New()
+	mcpServer := supervisor.NewMCPServer(sup, server.WithLogging(), server.WithHooks(logs.Hooks()))
+	logs.Attach(mcpServer)
+	logger.RegisterSink(logs)
+	defer logger.DeregisterSink(logs)
+	stdio := server.NewStdioServer(mcpServer)
 	stdio.SetErrorLogger(logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
 	// The stdio server's own pool only hands calls over; the supervisor's
 	// max-concurrency decides how many run, and the rest wait their turn.
