@@ -55,7 +55,7 @@ wazero-check:
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
-FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream \
+FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture supervisor:FuzzDone worker:FuzzStream \
 	runtimes/javascript:FuzzMentionsAwait
 
 fuzz: assets

@@ -19,7 +19,9 @@ const outputSchema = `{
   "properties": {
     "stdout": {"type": "string", "description": "What the code printed to standard output (up to the output limit)."},
     "stderr": {"type": "string", "description": "What the code printed to standard error (up to the output limit)."},
-    "result": {"description": "The value of the last top-level expression: the JSON value when it is JSON-serialisable, else its repr/string form as a string; null when there is none."},
+    "result": {"description": "The value of the last top-level expression as JSON, where JSON holds it exactly: Python dict (str keys), list, tuple (as an array), str, int, finite float, bool, None; JavaScript plain objects and arrays of strings, finite numbers, booleans and null. An integer beyond ±2^53 (Python int, JavaScript BigInt) is a string of its decimal digits, so that no reader loses digits. Null when the value has no exact JSON form (see result_repr) or there is no last expression (result_type is null)."},
+    "result_type": {"type": ["string", "null"], "description": "The value's type as the language names it: Python's type name (int, str, tuple, set, Decimal, datetime, NoneType, a class), JavaScript's constructor name (Object, Array, Map, Date, Uint8Array, a class) or Number, String, Boolean, BigInt, Symbol, null, undefined. Null when there is no last expression."},
+    "result_repr": {"type": ["string", "null"], "description": "The value as the language's REPL shows it: Python's repr(), node's util.inspect. Null when there is no last expression."},
     "error": {
       "type": ["object", "null"],
       "description": "Null, or the uncaught exception / syntax error / limit.",
@@ -35,7 +37,7 @@ const outputSchema = `{
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"}
   },
-  "required": ["stdout", "stderr", "result", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
+  "required": ["stdout", "stderr", "result", "result_type", "result_repr", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
 }`
 
 // language describes one tool: its name and how its description reads.
@@ -57,7 +59,7 @@ var languages = []language{
 		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
 			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no numpy, no pandas, no pip installs, " +
 			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
-			"notebook cell; JSON when serialisable, else repr) come back.",
+			"notebook cell: its repr, and exact JSON where it maps) come back.",
 	},
 	{
 		name:     runtimes.JavaScript,
@@ -69,9 +71,8 @@ var languages = []language{
 			"setTimeout, setInterval, queueMicrotask work. No Node or browser APIs beyond console and timers " +
 			"(no require, process, fetch), no ES modules (import/export are SyntaxErrors, import() rejects), " +
 			"no Atomics. stdout, stderr and the value of the last expression come back: a native Promise is " +
-			"awaited (other thenables are not); the value is rendered as JSON from its own data properties, " +
-			"without calling toJSON or getters, else as console.log shows it (BigInt, Map, Set, errors, " +
-			"functions, cyclic objects).",
+			"awaited (other thenables are not); the value is shown as node's REPL shows it, and as exact JSON " +
+			"for plain objects and arrays of JSON values, without calling toJSON, getters or any other code of the value.",
 	},
 }
 

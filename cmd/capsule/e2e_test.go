@@ -48,10 +48,12 @@ func TestMain(m *testing.M) {
 
 // structured mirrors the tools' structuredContent.
 type structured struct {
-	Stdout string          `json:"stdout"`
-	Stderr string          `json:"stderr"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
+	Stdout     string          `json:"stdout"`
+	Stderr     string          `json:"stderr"`
+	Result     json.RawMessage `json:"result"`
+	ResultType *string         `json:"result_type"`
+	ResultRepr *string         `json:"result_repr"`
+	Error      *struct {
 		Type      string `json:"type"`
 		Message   string `json:"message"`
 		Traceback string `json:"traceback"`
@@ -179,6 +181,7 @@ type expectation struct {
 	code          string
 	isError       bool
 	result        string // exact JSON, or "null"
+	typ, repr     string // result_type and result_repr, when not empty
 	stdout        string // substring
 	stdoutExact   *string
 	stderr        string // substring
@@ -204,6 +207,12 @@ func check(t *testing.T, res *mcp.CallToolResult, st structured, e expectation) 
 		if got != e.result {
 			t.Errorf("result = %s, want %s", got, e.result)
 		}
+	}
+	if e.typ != "" && (st.ResultType == nil || *st.ResultType != e.typ) {
+		t.Errorf("result_type = %v, want %q", strOrNil(st.ResultType), e.typ)
+	}
+	if e.repr != "" && (st.ResultRepr == nil || *st.ResultRepr != e.repr) {
+		t.Errorf("result_repr = %v, want %q", strOrNil(st.ResultRepr), e.repr)
 	}
 	if !strings.Contains(st.Stdout, e.stdout) {
 		t.Errorf("stdout = %q, want it to contain %q", st.Stdout, e.stdout)
@@ -249,3 +258,10 @@ func check(t *testing.T, res *mcp.CallToolResult, st structured, e expectation) 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func strOrNil(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}

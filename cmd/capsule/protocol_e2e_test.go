@@ -206,17 +206,18 @@ func cancelRunningCalls(t *testing.T, c *testServer, server int) {
 	}
 }
 
-// TestResultTextIsReadable: the [result] line of the text content is
-// readable UTF-8, not JSON with <, >, & and non-ASCII escaped.
+// TestResultTextIsReadable: the [result] line of the text content is what
+// the language's REPL shows, readable UTF-8 with <, >, & and non-ASCII as
+// they are.
 func TestResultTextIsReadable(t *testing.T) {
 	s := startServer(t)
-	for _, tc := range []struct{ tool, code string }{
-		{"execute_python", `{"k": "<b>日本</b> & co"}`},
-		{"execute_javascript", `({k: "<b>日本</b> & co"})`},
+	for _, tc := range []struct{ tool, code, shown string }{
+		{"execute_python", `{"k": "<b>日本</b> & co"}`, `{'k': '<b>日本</b> & co'}`},
+		{"execute_javascript", `({k: "<b>日本</b> & co"})`, `{ k: '<b>日本</b> & co' }`},
 	} {
 		res, st := s.call(t, tc.tool, tc.code)
-		if got := text(res); !strings.Contains(got, `{"k":"<b>日本</b> & co"}`) && !strings.Contains(got, `{"k": "<b>日本</b> & co"}`) {
-			t.Errorf("%s: text %q, want the result readable", tc.tool, got)
+		if got := text(res); !strings.Contains(got, "[result]\n"+tc.shown) {
+			t.Errorf("%s: text %q, want the result as the REPL shows it, %s", tc.tool, got, tc.shown)
 		}
 		var v map[string]string
 		if json.Unmarshal(st.Result, &v) != nil || v["k"] != "<b>日本</b> & co" {
