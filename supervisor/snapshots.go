@@ -147,10 +147,20 @@ func (ss *snapshots) load(language string) (key string, files [2]*os.File, made 
 			_ = os.Remove(path + ".sha256")
 		}
 	}
-	made2, err := ss.make(language, key)
+	// The one slow step of a first start: tell whoever watches stderr.
+	ss.s.log.Info("preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; "+
+		"later starts reuse the cache", "language", language, "cache", cacheOrNone(dir))
+	start := time.Now()
+	made2, workerCPU, err := ss.make(language, key)
 	if err != nil {
 		return "", files, false, err
 	}
+	madeAt := time.Now()
+	defer func() {
+		ss.s.log.Info("runtime prepared", "language", language, "duration", time.Since(start).Round(time.Millisecond),
+			"worker", madeAt.Sub(start).Round(time.Millisecond), "worker_cpu", workerCPU.Round(time.Millisecond),
+			"store_and_seal", time.Since(madeAt).Round(time.Millisecond))
+	}()
 	for i, f := range made2 {
 		if dir != "" {
 			if err := storeImage(f, paths[i]); err != nil {
@@ -189,9 +199,18 @@ var buildKey = sync.OnceValue(func() string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
 
+// cacheOrNone names the cache directory for the log.
+func cacheOrNone(dir string) string {
+	if dir == "" {
+		return "none (neither XDG_CACHE_HOME nor HOME is set): every start prepares it again"
+	}
+	return dir
+}
+
 // make runs a snapshot worker that writes the snapshot and the compiled
-// image into new memfds.
-func (ss *snapshots) make(language, key string) ([2]*os.File, error) {
+// image into new memfds, and returns the worker's CPU time (compiling the
+// module is nearly all of it).
+func (ss *snapshots) make(language, key string) ([2]*os.File, time.Duration, error) {
 	var files [2]*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -204,18 +223,20 @@ func (ss *snapshots) make(language, key string) ([2]*os.File, error) {
 		f, err := newMemfd("capsule-" + artifacts[i] + language)
 		if err != nil {
 			closeAll()
-			return files, err
+			return files, 0, err
 		}
 		files[i] = f
 	}
 	p, err := ss.s.spawnWorker(language, ipc.ModeSnapshot, key, files[0], files[1])
 	if err != nil {
 		closeAll()
-		return files, err
+		return files, 0, err
 	}
+	var cpu time.Duration
 	err = p.awaitReady(context.Background(), snapshotTimeout)
 	if err == nil {
 		<-p.exited
+		cpu = p.state.UserTime() + p.state.SystemTime()
 		if !p.state.Success() {
 			err = errors.New(exitReason(p.state))
 		}
@@ -223,9 +244,9 @@ func (ss *snapshots) make(language, key string) ([2]*os.File, error) {
 	p.close()
 	if err != nil {
 		closeAll()
-		return files, fmt.Errorf("snapshot worker: %w (worker stderr: %s)", err, p.stderr.String())
+		return files, 0, fmt.Errorf("snapshot worker: %w (worker stderr: %s)", err, p.stderr.String())
 	}
-	return files, nil
+	return files, cpu, nil
 }
 
 // readVerified copies the image at path into a new sealed memfd, checking

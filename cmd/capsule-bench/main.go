@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -215,16 +216,42 @@ var noPoolFlags = []string{"--pool-python", "0", "--pool-javascript", "0"}
 
 // firstAnswer starts a server on cacheHome and times its initialize and
 // its first answer, both from the process start.
-func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, err error) {
+func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, log string, err error) {
 	s, err := startServer(b.bin, cacheHome)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer s.close()
 	if _, err := s.call(tool, trivialCode); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
-	return ms(s.initialized.Sub(s.started)), ms(time.Since(s.started)), nil
+	first := time.Since(s.started)
+	return ms(s.initialized.Sub(s.started)), ms(first), s.stderr.since(0), nil
+}
+
+// preparedRE is the server's log line for a runtime it prepared (compiled
+// and snapshotted) because the cache was empty.
+var preparedRE = regexp.MustCompile(`runtime prepared: language=(\S+) duration=(\S+) worker=(\S+) worker_cpu=(\S+) store_and_seal=(\S+)`)
+
+// preparation reads where the preparation of language went from a server's
+// log: the whole, the snapshot worker's wall and CPU time, and storing and
+// sealing, in milliseconds.
+func preparation(log, language string) (p preparedRow, ok bool) {
+	for _, m := range preparedRE.FindAllStringSubmatch(log, -1) {
+		if m[1] != language {
+			continue
+		}
+		var ds [4]time.Duration
+		for i := range ds {
+			d, err := time.ParseDuration(m[2+i])
+			if err != nil {
+				return p, false
+			}
+			ds[i] = d
+		}
+		return preparedRow{total: ms(ds[0]), worker: ms(ds[1]), workerCPU: ms(ds[2]), seal: ms(ds[3])}, true
+	}
+	return p, false
 }
 
 // coldStart measures the time from starting serve to the first answer
@@ -236,13 +263,16 @@ func (b *bench) coldStart() error {
 		for i := range b.o.reps {
 			home := filepath.Join(b.tmp, fmt.Sprintf("cold-%s-%d", l.tool, i))
 			logf("start-up: %s, empty cache (%d/%d)", l.name, i+1, b.o.reps)
-			in, first, err := b.firstAnswer(home, l.tool)
+			in, first, log, err := b.firstAnswer(home, l.tool)
 			os.RemoveAll(home)
 			if err != nil {
 				return err
 			}
 			row.coldInit = append(row.coldInit, in)
 			row.cold = append(row.cold, first)
+			if p, ok := preparation(log, strings.ToLower(l.name)); ok {
+				row.prepared = append(row.prepared, p)
+			}
 		}
 		b.r.starts = append(b.r.starts, row)
 	}
@@ -273,7 +303,7 @@ func (b *bench) warmStart() error {
 		row := &b.r.starts[i]
 		for j := range b.o.reps {
 			logf("start-up: %s, filled cache (%d/%d)", l.name, j+1, b.o.reps)
-			in, first, err := b.firstAnswer(b.cache, l.tool)
+			in, first, _, err := b.firstAnswer(b.cache, l.tool)
 			if err != nil {
 				return err
 			}
