@@ -45,9 +45,16 @@ type message struct {
 	Params struct {
 		RequestID json.RawMessage `json:"requestId"`
 	} `json:"params"`
-	Result struct {
+	Result json.RawMessage `json:"result"`
+}
+
+// protocolVersion is the version an initialize response agreed on.
+func (m *message) protocolVersion() string {
+	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
-	} `json:"result"`
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	return r.ProtocolVersion
 }
 
 // hasNullID reports whether m is a request whose id is null.

@@ -199,7 +199,7 @@ func (g *StdioGuard) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if key == g.initID {
-		g.version = m.Result.ProtocolVersion
+		g.version = m.protocolVersion()
 	}
 	cancelled, ok := g.pending[key]
 	if ok {
