@@ -157,9 +157,9 @@ func (ss *snapshots) load(language string) (key string, files [2]*os.File, made 
 	}
 	madeAt := time.Now()
 	defer func() {
-		ss.s.log.Info("runtime prepared", "language", language, "duration", time.Since(start).Round(time.Millisecond),
-			"worker", madeAt.Sub(start).Round(time.Millisecond), "worker_cpu", workerCPU.Round(time.Millisecond),
-			"store_and_seal", time.Since(madeAt).Round(time.Millisecond))
+		ss.s.log.Info("runtime prepared", "language", language, "duration_ms", millis(time.Since(start)),
+			"worker_ms", millis(madeAt.Sub(start)), "worker_cpu_ms", millis(workerCPU),
+			"store_and_seal_ms", millis(time.Since(madeAt)))
 	}()
 	for i, f := range made2 {
 		if dir != "" {
@@ -198,6 +198,9 @@ var buildKey = sync.OnceValue(func() string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
+
+// millis is d in milliseconds, as the logs give durations.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // cacheOrNone names the cache directory for the log.
 func cacheOrNone(dir string) string {

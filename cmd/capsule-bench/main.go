@@ -17,13 +17,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -229,27 +229,22 @@ func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, lo
 	return ms(s.initialized.Sub(s.started)), ms(first), s.stderr.since(0), nil
 }
 
-// preparedRE is the server's log line for a runtime it prepared (compiled
-// and snapshotted) because the cache was empty.
-var preparedRE = regexp.MustCompile(`runtime prepared: language=(\S+) duration=(\S+) worker=(\S+) worker_cpu=(\S+) store_and_seal=(\S+)`)
-
 // preparation reads where the preparation of language went from a server's
-// log: the whole, the snapshot worker's wall and CPU time, and storing and
-// sealing, in milliseconds.
+// JSON log: its "runtime prepared" line, which the server writes when the
+// cache was empty.
 func preparation(log, language string) (p preparedRow, ok bool) {
-	for _, m := range preparedRE.FindAllStringSubmatch(log, -1) {
-		if m[1] != language {
-			continue
+	for line := range strings.Lines(log) {
+		var m struct {
+			Message      string  `json:"@message"`
+			Language     string  `json:"language"`
+			Duration     float64 `json:"duration_ms"`
+			Worker       float64 `json:"worker_ms"`
+			WorkerCPU    float64 `json:"worker_cpu_ms"`
+			StoreAndSeal float64 `json:"store_and_seal_ms"`
 		}
-		var ds [4]time.Duration
-		for i := range ds {
-			d, err := time.ParseDuration(m[2+i])
-			if err != nil {
-				return p, false
-			}
-			ds[i] = d
+		if json.Unmarshal([]byte(line), &m) == nil && m.Message == "runtime prepared" && m.Language == language {
+			return preparedRow{total: m.Duration, worker: m.Worker, workerCPU: m.WorkerCPU, seal: m.StoreAndSeal}, true
 		}
-		return preparedRow{total: ms(ds[0]), worker: ms(ds[1]), workerCPU: ms(ds[2]), seal: ms(ds[3])}, true
 	}
 	return p, false
 }
