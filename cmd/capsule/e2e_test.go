@@ -107,6 +107,7 @@ func startServerEnv(t testing.TB, extraEnv []string, flags ...string) *testServe
 		transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, command, args...)
+			cmd.WaitDelay = serverWaitDelay
 			// A canary in the server's environment: no answer may ever contain it.
 			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), extraEnv...)
 			return cmd, nil
@@ -258,6 +259,13 @@ func check(t *testing.T, res *mcp.CallToolResult, st structured, e expectation) 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serverWaitDelay bounds how long waiting for a killed server waits for
+// its output pipes to close. A worker the server was spawning when it was
+// killed can be left blocked before its exec, holding the server's stderr
+// (see the report of issue 21): without a bound, the test's cleanup would
+// wait for it forever.
+const serverWaitDelay = 10 * time.Second
 
 func strOrNil(s *string) any {
 	if s == nil {

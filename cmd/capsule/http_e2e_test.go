@@ -57,6 +57,7 @@ func startHTTPServer(t testing.TB, env []string, flags ...string) *httpServer {
 	t.Helper()
 	s := &httpServer{stderr: newSyncBuffer(), exited: make(chan struct{})}
 	s.cmd = exec.Command(capsuleBin, append([]string{"serve", "--http", "127.0.0.1:0"}, flags...)...)
+	s.cmd.WaitDelay = serverWaitDelay
 	s.cmd.Env = serverEnv(env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

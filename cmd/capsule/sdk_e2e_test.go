@@ -141,6 +141,7 @@ func goSDKStdio(t testing.TB, opts *gosdk.ClientOptions, flags ...string) *gosdk
 	t.Helper()
 	cmd := exec.Command(capsuleBin, append([]string{"serve"}, flags...)...)
 	cmd.Env = serverEnv()
+	cmd.WaitDelay = serverWaitDelay
 	return goSDKConnect(t, &gosdk.CommandTransport{Command: cmd}, opts)
 }
 

@@ -55,6 +55,7 @@ func TestShutdownOnSignalSaysShutdown(t *testing.T) {
 	t.Run("go-stdio", func(t *testing.T) {
 		cmd := exec.Command(capsuleBin, "serve", "--shutdown-grace", "2s")
 		cmd.Env = serverEnv()
+		cmd.WaitDelay = serverWaitDelay
 		cs := goSDKConnect(t, &gosdk.CommandTransport{Command: cmd}, nil)
 		go func() {
 			time.Sleep(inFlight)

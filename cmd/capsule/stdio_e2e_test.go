@@ -33,6 +33,7 @@ func startRawStdio(t *testing.T, flags ...string) *rawStdio {
 func startRawStdioVersion(t *testing.T, version string, flags ...string) *rawStdio {
 	t.Helper()
 	cmd := exec.Command(capsuleBin, append([]string{"serve"}, flags...)...)
+	cmd.WaitDelay = serverWaitDelay
 	cmd.Env = serverEnv()
 	in, err := cmd.StdinPipe()
 	if err != nil {
