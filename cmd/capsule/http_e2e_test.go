@@ -521,7 +521,7 @@ func TestServeHelp(t *testing.T) {
 		"-http value", "(env CAPSULE_HTTP)",
 		"-auth-token-file value", "(env CAPSULE_AUTH_TOKEN_FILE)", "CAPSULE_AUTH_TOKEN or --auth-token-file",
 		"-allow-origin value", "(env CAPSULE_ALLOW_ORIGIN)",
-		"-max-request-body value", "(env CAPSULE_MAX_REQUEST_BODY) (default 2 × max-code + 1MiB)",
+		"-max-request-body value", "(env CAPSULE_MAX_REQUEST_BODY) (default 5 × max-code + 1MiB)",
 		"-max-client-concurrency value", "(env CAPSULE_MAX_CLIENT_CONCURRENCY) (default 2 × max-concurrency)",
 		"-trust-proxy-headers", "(env CAPSULE_TRUST_PROXY_HEADERS)",
 		"-shutdown-grace value", "(env CAPSULE_SHUTDOWN_GRACE) (default 10s)",
@@ -575,7 +575,7 @@ func TestHTTPCancellationBelongsToItsClient(t *testing.T) {
 	callA := call(a, 1, sleepCall(2))
 	time.Sleep(inFlight)
 	cancel(b, 1)
-	if r := <-callA; !strings.Contains(r.body, `\"done\"`) {
+	if r := <-callA; !strings.Contains(r.body, `"result":"done"`) {
 		t.Fatalf("A's call, cancelled by B, answered %d %s; want it finished", r.status, r.body)
 	}
 
