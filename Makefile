@@ -69,7 +69,8 @@ wazero-check: wazero
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
 FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
-	supervisor:FuzzReturnedFiles worker:FuzzStream runtimes/javascript:FuzzMentionsAwait runtimes/fileset:FuzzFromArgument
+	supervisor:FuzzReturnedFiles supervisor:FuzzDone worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
+	runtimes/fileset:FuzzFromArgument
 
 fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -10,10 +10,14 @@ package runtimes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/experimental"
 
@@ -39,6 +43,9 @@ const (
 	LimitFilesIn = "files_in"
 	// LimitFilesOut is the size and number of the files returned.
 	LimitFilesOut = "files_out"
+	// LimitShutdown is the server's shutdown grace period: the call was
+	// still running when it ended.
+	LimitShutdown = "shutdown"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the
@@ -146,10 +153,16 @@ type ErrorInfo struct {
 // Outcome is how one execution ended. Standard output and error have already
 // gone to the Streams.
 type Outcome struct {
-	// Result is the value of the last top-level expression as JSON: the
-	// value itself when it is JSON-serialisable, otherwise a JSON string
-	// with its repr/string form. Nil means no result.
+	// Result is the value of the last top-level expression as JSON where
+	// it maps exactly (ints beyond ±2^53 as decimal strings), else nil.
 	Result json.RawMessage
+	// ResultType names the value's type as the language does (int, tuple,
+	// Decimal, Map, BigInt, NoneType, undefined); empty means there was no
+	// last expression, and then Result and ResultRepr are empty too.
+	ResultType string
+	// ResultRepr is the value as the language's REPL shows it: Python's
+	// repr, node's util.inspect for JavaScript.
+	ResultRepr string
 	// Error is set for an uncaught exception, a syntax error, or a limit.
 	Error *ErrorInfo
 	// Limit names the limit that was hit, or is empty.
@@ -189,4 +202,25 @@ func TimeoutOutcome(timeout time.Duration) Outcome {
 			Message: fmt.Sprintf("timeout: execution exceeded %s", timeout),
 		},
 	}
+}
+
+// MaxResultType bounds a result's type name.
+const MaxResultType = 256
+
+// CheckResult checks the three parts of a result as they come from a guest
+// or a worker, neither of which is trusted: JSON that is one valid value,
+// a type name that is short printable UTF-8 and present whenever anything
+// else is, and a repr that is valid UTF-8.
+func CheckResult(result json.RawMessage, typ, repr string) error {
+	switch {
+	case result != nil && !json.Valid(result):
+		return errors.New("the result is not valid JSON")
+	case typ == "" && (result != nil || repr != ""):
+		return errors.New("a result without a type")
+	case len(typ) > MaxResultType || !utf8.ValidString(typ) || strings.ContainsFunc(typ, func(r rune) bool { return !unicode.IsPrint(r) }):
+		return errors.New("the result's type name is too long or not printable")
+	case !utf8.ValidString(repr):
+		return errors.New("the result's repr is not valid UTF-8")
+	}
+	return nil
 }

@@ -51,9 +51,10 @@ func (n Name) String() string {
 
 // Maker runs a snapshot worker for name that writes the interpreter
 // snapshot into snapshot and the compiled image into code, both empty
-// memfds, and returns once the worker has exited. key is what the worker
+// memfds, and returns once the worker has exited, with the CPU time it
+// used (compiling the module is nearly all of it). key is what the worker
 // stamps the snapshot with. It must give up when ctx ends.
-type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) error
+type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) (cpu time.Duration, err error)
 
 // Options configure a Cache.
 type Options struct {
@@ -242,10 +243,20 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 			c.remove(n + macSuffix)
 		}
 	}
-	made2, err := c.make(name, key)
+	// The one slow step of a first start: tell whoever watches stderr.
+	c.opts.Log.Info("preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; "+
+		"later starts reuse the cache", name.logArgs("cache", c.dirOrNone())...)
+	start := time.Now()
+	made2, cpu, err := c.make(name, key)
 	if err != nil {
 		return nil, false, err
 	}
+	madeAt := time.Now()
+	defer func() {
+		c.opts.Log.Info("runtime prepared", name.logArgs("duration_ms", millis(time.Since(start)),
+			"worker_ms", millis(madeAt.Sub(start)), "worker_cpu_ms", millis(cpu),
+			"store_and_seal_ms", millis(time.Since(madeAt)))...)
+	}()
 	for i, f := range made2 {
 		if c.dir != nil {
 			if err := storeImage(f, int(c.dir.Fd()), names[i], c.key); err != nil {
@@ -280,8 +291,8 @@ func (c *Cache) read(names [2]string) ([2]*os.File, error) {
 }
 
 // make runs a snapshot worker that writes the snapshot and the compiled
-// image into new memfds.
-func (c *Cache) make(name Name, key string) ([2]*os.File, error) {
+// image into new memfds, and returns them with the worker's CPU time.
+func (c *Cache) make(name Name, key string) ([2]*os.File, time.Duration, error) {
 	var files [2]*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -294,7 +305,7 @@ func (c *Cache) make(name Name, key string) ([2]*os.File, error) {
 		f, err := newMemfd("capsule-" + artifacts[i] + name.String())
 		if err != nil {
 			closeAll()
-			return files, err
+			return files, 0, err
 		}
 		files[i] = f
 	}
@@ -304,9 +315,30 @@ func (c *Cache) make(name Name, key string) ([2]*os.File, error) {
 	}
 	ctx, cancel := context.WithTimeout(parent, makeTimeout)
 	defer cancel()
-	if err := c.opts.Make(ctx, name, key, files[0], files[1]); err != nil {
+	cpu, err := c.opts.Make(ctx, name, key, files[0], files[1])
+	if err != nil {
 		closeAll()
-		return files, fmt.Errorf("snapshot worker: %w", err)
+		return files, 0, fmt.Errorf("snapshot worker: %w", err)
 	}
-	return files, nil
+	return files, cpu, nil
 }
+
+// logArgs are the log fields that name an entry, followed by more.
+func (n Name) logArgs(more ...any) []any {
+	args := []any{"language", n.Language}
+	if n.Variant != "" {
+		args = append(args, "variant", n.Variant)
+	}
+	return append(args, more...)
+}
+
+// dirOrNone names the cache directory for the log.
+func (c *Cache) dirOrNone() string {
+	if c.dir == nil {
+		return "none (neither XDG_CACHE_HOME nor HOME is set): every start prepares it again"
+	}
+	return c.dir.Name()
+}
+
+// millis is d in milliseconds, as the logs give durations.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

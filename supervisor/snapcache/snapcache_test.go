@@ -58,14 +58,14 @@ func (h *harness) open(t *testing.T) (*Cache, error) {
 		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
 		MaxBytes: 1 << 20,
 		Log:      hclog.NewNullLogger(),
-		Make: func(_ context.Context, n Name, key string, image, code *os.File) error {
+		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
 			for i, f := range []*os.File{image, code} {
 				if _, err := f.WriteAt(fakeImage(key, i), 0); err != nil {
-					return err
+					return 0, err
 				}
 			}
-			return nil
+			return 0, nil
 		},
 	})
 }
