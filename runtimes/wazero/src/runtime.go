@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/internal/engine/interpreter"
 	"github.com/tetratelabs/wazero/internal/engine/wazevo"
 	"github.com/tetratelabs/wazero/internal/expctxkeys"
+	"github.com/tetratelabs/wazero/internal/guardpage"
 	"github.com/tetratelabs/wazero/internal/platform"
 	internalsock "github.com/tetratelabs/wazero/internal/sock"
 	internalsys "github.com/tetratelabs/wazero/internal/sys"
@@ -189,6 +190,7 @@ func NewRuntimeWithConfig(ctx context.Context, rConfig RuntimeConfig) Runtime {
 		dwarfDisabled:         config.dwarfDisabled,
 		storeCustomSections:   config.storeCustomSections,
 		ensureTermination:     config.ensureTermination,
+		compiler:              configKind == engineKindCompiler,
 	}
 }
 
@@ -211,6 +213,10 @@ type runtime struct {
 	closed atomic.Uint64
 
 	ensureTermination bool
+
+	// compiler is true when the engine is the compiler, the only one that
+	// compiles for guard-page memories.
+	compiler bool
 }
 
 // Module implements Runtime.Module.
@@ -263,7 +269,8 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 	if err != nil {
 		return nil, err
 	}
-	internal.AssignModuleID(binary, listeners, r.ensureTermination)
+	internal.MemoryGuardPages = r.memoryGuardPages(ctx, internal)
+	internal.AssignModuleID(binary, listeners, r.ensureTermination, internal.MemoryGuardPages)
 	if err = r.store.Engine.CompileModule(ctx, internal, listeners, r.ensureTermination); err != nil {
 		return nil, err
 	}
@@ -274,6 +281,17 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 		}
 	}
 	return c, nil
+}
+
+// memoryGuardPages reports whether module, compiled under ctx, is compiled
+// for a guard-page memory (experimental.WithMemoryGuardPages), installing the
+// fault handler that needs.
+func (r *runtime) memoryGuardPages(ctx context.Context, module *wasm.Module) bool {
+	if ctx.Value(expctxkeys.MemoryGuardPagesKey{}) == nil || !r.compiler ||
+		module.MemorySection == nil || module.MemorySection.IsShared {
+		return false
+	}
+	return guardpage.Install() == nil
 }
 
 // imageEngine returns the engine as a wasm.CompiledImageEngine.
@@ -327,6 +345,7 @@ func (r *runtime) compileModuleFromImage(ctx context.Context, binary, image []by
 		return nil, err
 	}
 	internal.ID = id
+	internal.MemoryGuardPages = r.memoryGuardPages(ctx, internal)
 	if err = load(internal); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/internal/guardpage"
 	"github.com/tetratelabs/wazero/internal/internalapi"
 	"github.com/tetratelabs/wazero/internal/wasmruntime"
 )
@@ -64,6 +65,10 @@ type MemoryInstance struct {
 	ownerModuleEngine ModuleEngine
 
 	expBuffer experimental.LinearMemory
+
+	// guardRegion is the registration of expBuffer's reservation with the
+	// fault handler, when the memory is a guard-page memory.
+	guardRegion *guardpage.Entry
 }
 
 // NewMemoryInstance creates a new instance based on the parameters in the SectionIDMemory.
@@ -101,6 +106,24 @@ func NewMemoryInstance(memSec *Memory, allocator experimental.MemoryAllocator, m
 		expBuffer:         expBuffer,
 		ownerModuleEngine: moduleEngine,
 	}
+}
+
+// registerGuardPages checks that the allocator's memory is a guard-page
+// memory whose reservation starts at the buffer, and registers the
+// reservation with the fault handler.
+func (m *MemoryInstance) registerGuardPages() error {
+	g, ok := m.expBuffer.(experimental.GuardPageMemory)
+	if !ok {
+		return fmt.Errorf("memory: the module is compiled for guard pages (experimental.WithMemoryGuardPages), "+
+			"but the allocator's memory (%T) is not an experimental.GuardPageMemory", m.expBuffer)
+	}
+	start, length := g.Reservation()
+	if base := uintptr(unsafe.Pointer(unsafe.SliceData(m.Buffer))); start != base || length < guardpage.ReservationSize {
+		return fmt.Errorf("memory: the guard-page reservation (%d bytes at %#x) does not cover %d bytes from the memory's start at %#x",
+			length, start, uint64(guardpage.ReservationSize), base)
+	}
+	m.guardRegion = guardpage.RegisterRegion(start, length)
+	return nil
 }
 
 // Definition implements the same method as documented on api.Memory.

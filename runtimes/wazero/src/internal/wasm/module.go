@@ -183,6 +183,12 @@ type Module struct {
 	// IsHostModule true if this is the host module, false otherwise.
 	IsHostModule bool
 
+	// MemoryGuardPages is true when the module was compiled for a guard-page
+	// memory (experimental.WithMemoryGuardPages): the loads and stores of
+	// the memory it defines are not bounds checked, so an instance's memory
+	// must be an experimental.GuardPageMemory.
+	MemoryGuardPages bool
+
 	// functionDefinitionSectionInitOnce guards FunctionDefinitionSection so that it is initialized exactly once.
 	functionDefinitionSectionInitOnce sync.Once
 
@@ -211,7 +217,7 @@ const (
 
 // AssignModuleID calculates a sha256 checksum on `wasm` and other args, and set Module.ID to the result.
 // See the doc on Module.ID on what it's used for.
-func (m *Module) AssignModuleID(wasm []byte, listeners []experimental.FunctionListener, withEnsureTermination bool) {
+func (m *Module) AssignModuleID(wasm []byte, listeners []experimental.FunctionListener, withEnsureTermination, withMemoryGuardPages bool) {
 	h := sha256.New()
 	h.Write(wasm)
 	// Use the pre-allocated space backed by m.ID below.
@@ -225,6 +231,11 @@ func (m *Module) AssignModuleID(wasm []byte, listeners []experimental.FunctionLi
 	// Write the flag of ensureTermination to the checksum.
 	m.ID[0] = boolToByte(withEnsureTermination)
 	h.Write(m.ID[:1])
+	if withMemoryGuardPages {
+		// Only when set, so that the IDs of every other module stay as
+		// they were.
+		h.Write([]byte("memory guard pages"))
+	}
 	// Get checksum by passing the slice underlying m.ID.
 	h.Sum(m.ID[:0])
 }
@@ -775,12 +786,25 @@ func paramNames(localNames IndirectNameMap, funcIdx uint32, paramLen int) []stri
 	return nil
 }
 
-func (m *ModuleInstance) buildMemory(module *Module, allocator experimental.MemoryAllocator) {
+func (m *ModuleInstance) buildMemory(module *Module, allocator experimental.MemoryAllocator) error {
 	memSec := module.MemorySection
-	if memSec != nil {
-		m.MemoryInstance = NewMemoryInstance(memSec, allocator, m.Engine)
-		m.MemoryInstance.definition = &module.MemoryDefinitionSection[0]
+	if memSec == nil {
+		return nil
 	}
+	if module.MemoryGuardPages && allocator == nil {
+		return errors.New("memory: the module is compiled for guard pages (experimental.WithMemoryGuardPages): " +
+			"instantiate it with experimental.WithMemoryAllocator and an allocator of experimental.GuardPageMemory")
+	}
+	mem := NewMemoryInstance(memSec, allocator, m.Engine)
+	mem.definition = &module.MemoryDefinitionSection[0]
+	if module.MemoryGuardPages {
+		if err := mem.registerGuardPages(); err != nil {
+			mem.expBuffer.Free()
+			return err
+		}
+	}
+	m.MemoryInstance = mem
+	return nil
 }
 
 // Index is the offset in an index, not necessarily an absolute position in a Module section. This is because

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/internal/guardpage"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -157,6 +158,10 @@ func (m *ModuleInstance) ensureResourcesClosed(ctx context.Context) (err error) 
 
 	if mem := m.MemoryInstance; mem != nil {
 		if mem.expBuffer != nil {
+			if mem.guardRegion != nil {
+				guardpage.UnregisterRegion(mem.guardRegion)
+				mem.guardRegion = nil
+			}
 			mem.expBuffer.Free()
 			mem.expBuffer = nil
 		}

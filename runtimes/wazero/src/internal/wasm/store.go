@@ -370,7 +370,9 @@ func (s *Store) instantiate(
 
 	m.buildGlobals(module, m.Engine.FunctionInstanceReference)
 	m.buildTags(module)
-	m.buildMemory(module, allocator)
+	if err = m.buildMemory(module, allocator); err != nil {
+		return nil, err
+	}
 	m.Exports = module.Exports
 	for _, exp := range m.Exports {
 		if exp.Type == ExternTypeTable {

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/internal/engine/wazevo/wazevoapi"
 	"github.com/tetratelabs/wazero/internal/expctxkeys"
+	"github.com/tetratelabs/wazero/internal/guardpage"
 	"github.com/tetratelabs/wazero/internal/internalapi"
 	"github.com/tetratelabs/wazero/internal/wasm"
 	"github.com/tetratelabs/wazero/internal/wasmdebug"
@@ -49,6 +50,9 @@ type (
 		// pendingException holds the most recently caught exception, so handler
 		// code can read its params after re-entry.
 		pendingException *wasm.Exception
+		// guardEntry registers the stack of the call in progress with the
+		// guard-page fault handler, once one is installed.
+		guardEntry *guardpage.Entry
 	}
 
 	// tryHandler records the state at a try_table entry for exception handling.
@@ -330,6 +334,18 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 
 	if c.stackTop&(16-1) != 0 {
 		panic("BUG: stack must be aligned to 16 bytes")
+	}
+	if guardpage.Installed() {
+		// Any call may reach a guard-page memory, through an imported
+		// function if not its own: the fault handler finds the call by
+		// its stack.
+		outer := c.guardEntry
+		lo, hi := c.stackBounds()
+		c.guardEntry = guardpage.EnterCall(lo, hi, c.execCtxPtr)
+		defer func() {
+			guardpage.LeaveCall(c.guardEntry)
+			c.guardEntry = outer
+		}()
 	}
 	entrypoint(c.preambleExecutable, c.executable, c.execCtxPtr, c.parent.opaquePtr, paramResultPtr, c.stackTop)
 	for {
@@ -671,6 +687,7 @@ func (c *callEngine) doHandleException(exn *wasm.Exception) bool {
 				spp := *(**uint64)(unsafe.Pointer(&h.sp))
 				c.stack = h.stack
 				c.stackTop = h.top
+				c.stackReplaced()
 				ec := &c.execCtx
 				ec.stackBottomPtr = &c.stack[0]
 				ec.stackPointerBeforeGoCall = spp
@@ -718,7 +735,23 @@ func (c *callEngine) growStack() (newSP, newFP uintptr, err error) {
 	newLen := 2*currentLen + c.execCtx.stackGrowRequiredSize + 16 // Stack might be aligned to 16 bytes, so add 16 bytes just in case.
 	newSP, newFP, c.stackTop, c.stack = c.cloneStack(newLen)
 	c.execCtx.stackBottomPtr = &c.stack[0]
+	c.stackReplaced()
 	return
+}
+
+// stackBounds returns the first and past-the-last addresses of the stack.
+func (c *callEngine) stackBounds() (lo, hi uintptr) {
+	lo = uintptr(unsafe.Pointer(unsafe.SliceData(c.stack)))
+	return lo, lo + uintptr(len(c.stack))
+}
+
+// stackReplaced tells the guard-page fault handler that the call in progress
+// now runs on c.stack.
+func (c *callEngine) stackReplaced() {
+	if c.guardEntry != nil {
+		lo, hi := c.stackBounds()
+		guardpage.MoveStack(c.guardEntry, lo, hi)
+	}
 }
 
 func (c *callEngine) cloneStack(l uintptr) (newSP, newFP, newTop uintptr, newStack []byte) {
@@ -859,6 +892,7 @@ func (s *snapshot) doRestore() {
 	c := s.c
 	c.stack = s.stack
 	c.stackTop = s.top
+	c.stackReplaced()
 	ec := &c.execCtx
 	ec.stackBottomPtr = &c.stack[0]
 	ec.stackPointerBeforeGoCall = spp

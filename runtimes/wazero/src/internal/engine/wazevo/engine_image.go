@@ -28,7 +28,8 @@ import (
 //	GOARCH           1 byte length, then the string
 //	CPU features     8 bytes (platform.CpuFeatures.Raw)
 //	core features    8 bytes (api.CoreFeatures)
-//	flags            1 byte; bit 0: ensureTermination
+//	flags            1 byte; bit 0: ensureTermination, bit 1: compiled for
+//	                 a guard-page memory (wasm.Module.MemoryGuardPages)
 //	module ID        32 bytes (wasm.Module.ID)
 //	binary length    8 bytes
 //	binary digest    4 bytes (binaryDigest)
@@ -45,7 +46,10 @@ var imageMagic = []byte("WZIMAGE1")
 // executable in place.
 const imageExecutableAlign = 64 << 10
 
-const imageFlagEnsureTermination = 1
+const (
+	imageFlagEnsureTermination = 1
+	imageFlagMemoryGuardPages  = 2
+)
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
@@ -105,6 +109,9 @@ func (e *engine) WriteCompiledImage(module *wasm.Module, bin []byte, features ap
 	var flags byte
 	if cm.ensureTermination {
 		flags |= imageFlagEnsureTermination
+	}
+	if module.MemoryGuardPages {
+		flags |= imageFlagMemoryGuardPages
 	}
 	buf.WriteByte(flags)
 	buf.Write(module.ID[:])
@@ -220,9 +227,11 @@ func (e *engine) OpenCompiledImage(image, bin []byte, features api.CoreFeatures,
 	if f := api.CoreFeatures(r.u64()); r.err == nil && f != features {
 		return id, nil, fmt.Errorf("compiled image: written for core features %s, the runtime has %s", f, features)
 	}
-	if flags := r.u8(); r.err == nil && (flags&imageFlagEnsureTermination != 0) != ensureTermination {
+	flags := r.u8()
+	if r.err == nil && (flags&imageFlagEnsureTermination != 0) != ensureTermination {
 		return id, nil, fmt.Errorf("compiled image: written with close-on-context-done %v, the runtime has %v", !ensureTermination, ensureTermination)
 	}
+	imageGuardPages := flags&imageFlagMemoryGuardPages != 0
 	copy(id[:], r.bytes(len(id)))
 	binLen, binCRC := r.u64(), r.u32()
 	if r.err == nil && (binLen != uint64(len(bin)) || binCRC != binaryDigest(bin)) {
@@ -279,6 +288,9 @@ func (e *engine) OpenCompiledImage(image, bin []byte, features api.CoreFeatures,
 	load := func(module *wasm.Module) error {
 		if len(cm.functionOffsets) != len(module.FunctionSection) {
 			return fmt.Errorf("compiled image: has %d functions, the module %d", len(cm.functionOffsets), len(module.FunctionSection))
+		}
+		if imageGuardPages != module.MemoryGuardPages {
+			return fmt.Errorf("compiled image: written with memory guard pages %v, the module is compiled with %v", imageGuardPages, module.MemoryGuardPages)
 		}
 		if _, ok := e.getCompiledModuleFromMemory(module, true); ok {
 			return nil

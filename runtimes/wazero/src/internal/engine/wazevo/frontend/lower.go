@@ -4221,7 +4221,24 @@ func (c *Compiler) lowerTailCallReturnCallRef(typeIndex uint32) {
 }
 
 // memOpSetup inserts the bounds check and calculates the address of the memory operation (loads/stores).
+//
+// On a guard-page memory there is no check: the address is the memory's base
+// plus the zero-extended 32-bit index, and the load or store adds the static
+// offset, so the highest address it can touch is base + 2^32-1 + 2^32-1 + 16,
+// inside the reservation, where everything past the memory's current size
+// faults; the fault handler (internal/guardpage) raises the trap instead.
 func (c *Compiler) memOpSetup(baseAddr ssa.Value, constOffset, operationSizeInBytes uint64) (address ssa.Value) {
+	if c.memoryGuarded {
+		builder := c.ssaBuilder
+		memBase := c.getMemoryBaseValue(false)
+		extBaseAddr := builder.AllocateInstruction().AsUExtend(baseAddr, 32, 64).Insert(builder).Return()
+		return builder.AllocateInstruction().AsIadd(memBase, extBaseAddr).Insert(builder).Return()
+	}
+	return c.memOpSetupChecked(baseAddr, constOffset, operationSizeInBytes)
+}
+
+// memOpSetupChecked is memOpSetup with the bounds check.
+func (c *Compiler) memOpSetupChecked(baseAddr ssa.Value, constOffset, operationSizeInBytes uint64) (address ssa.Value) {
 	address = ssa.ValueInvalid
 	builder := c.ssaBuilder
 
@@ -4290,7 +4307,10 @@ func (c *Compiler) memOpSetup(baseAddr ssa.Value, constOffset, operationSizeInBy
 func (c *Compiler) atomicMemOpSetup(baseAddr ssa.Value, constOffset, operationSizeInBytes uint64) (address ssa.Value) {
 	builder := c.ssaBuilder
 
-	addrWithoutOffset := c.memOpSetup(baseAddr, constOffset, operationSizeInBytes)
+	// Atomics keep the check even on a guard-page memory: an access both
+	// out of bounds and unaligned must trap as out of bounds, which the
+	// check comes first to say.
+	addrWithoutOffset := c.memOpSetupChecked(baseAddr, constOffset, operationSizeInBytes)
 	var addr ssa.Value
 	if constOffset == 0 {
 		addr = addrWithoutOffset

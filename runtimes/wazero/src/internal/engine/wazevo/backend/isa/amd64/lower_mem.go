@@ -165,12 +165,22 @@ func (m *machine) lowerAddendFromInstr(instr *ssa.Instruction) addend {
 		constInst := inputDef.IsFromInstr() && inputDef.Instr.Constant()
 		switch {
 		case constInst && op == ssa.OpcodeSExtend:
-			return addend{regalloc.VRegInvalid, int64(uint32(inputDef.Instr.ConstantVal())), 0}
+			return addend{regalloc.VRegInvalid, int64(int32(inputDef.Instr.ConstantVal())), 0}
 		case constInst && op == ssa.OpcodeUExtend:
-			return addend{regalloc.VRegInvalid, int64(int32(inputDef.Instr.ConstantVal())), 0} // sign-extend!
+			return addend{regalloc.VRegInvalid, int64(uint32(inputDef.Instr.ConstantVal())), 0}
 		default:
+			// The address is computed in 64 bits: extend the input
+			// explicitly rather than trust the upper half of its
+			// register. Without a bounds check (guard-page memory) this
+			// move is what keeps every address inside base + 2^32.
 			r := m.getOperand_Reg(inputDef)
-			return addend{r.reg(), 0, 0}
+			ext := m.c.AllocateVReg(ssa.TypeI64)
+			if op == ssa.OpcodeUExtend {
+				m.insert(m.allocateInstr().asMovzxRmR(extModeLQ, r, ext))
+			} else {
+				m.insert(m.allocateInstr().asMovsxRmR(extModeLQ, r, ext))
+			}
+			return addend{ext, 0, 0}
 		}
 	case ssa.OpcodeIshl:
 		// If the addend is a shift, we can only handle it if the shift amount is a constant.
