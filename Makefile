@@ -56,7 +56,7 @@ wazero-check:
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
 FUZZ_TARGETS := ipc:FuzzReader supervisor:FuzzParseArguments supervisor:FuzzCapture worker:FuzzStream \
-	runtimes/javascript:FuzzMentionsAwait
+	runtimes/javascript:FuzzMentionsAwait runtimes/memprobe:FuzzGuardPages
 
 fuzz: assets
 	@set -e; for t in $(FUZZ_TARGETS); do \
