@@ -137,7 +137,7 @@ func Module(minPages, maxPages uint32) []byte {
 // hostModule is the module the probe imports "write" from.
 const hostModule = "memprobe"
 
-// Module size: one page to start, up to three, as in the tests.
+// The probe's memory: one page to start, up to three.
 const (
 	minPages = 1
 	maxPages = 3
@@ -149,11 +149,10 @@ type engine struct {
 	compiled wazero.CompiledModule
 }
 
-// Compile compiles the probe as a language runtime compiles its module, with
-// cfg's memory limit capping its memory when lower than maxPages.
+// Compile compiles the probe as a language runtime compiles its module
+// (cfg.CompileContext); its memory is bounded by its own maximum.
 func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) {
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
-		WithMemoryLimitPages(uint32(max(cfg.MemoryLimitBytes/65536, 1))))
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
 	_, err := rt.NewHostModuleBuilder(hostModule).NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(hostWrite), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil).
 		Export("write").Instantiate(ctx)

@@ -142,10 +142,8 @@ func (b *wasmBuilder) bytes() []byte {
 // Function types used below.
 var (
 	typeI32ToI64   = []byte{0x60, 1, 0x7f, 1, 0x7e}
-	typeI32ToNone  = []byte{0x60, 1, 0x7f, 0}
 	typeI32ToI32   = []byte{0x60, 1, 0x7f, 1, 0x7f}
 	typeNoneToI32  = []byte{0x60, 0, 1, 0x7f}
-	typeNoneToI64  = []byte{0x60, 0, 1, 0x7e}
 	typeNoneToNone = []byte{0x60, 0, 0}
 )
 
@@ -205,6 +203,34 @@ var memoryOps = []memoryOp{
 	{name: "v128.store", opcode: []byte{0xfd, 0x0b}, width: 16, store: true, value: v128Value},
 }
 
+// body pushes address (instructions leaving an i32), then makes the access
+// with a static offset; a load's value is left as an i64.
+func (op memoryOp) body(address []byte, offset uint64) []byte {
+	body := append([]byte{}, address...)
+	if op.store {
+		body = append(body, op.value...)
+	}
+	body = append(append(body, op.opcode...), 0) // alignment hint: 1 byte
+	body = append(body, uleb(offset)...)
+	if !op.store {
+		body = append(body, op.toI64...)
+	}
+	return body
+}
+
+// funcType is the type of a function making op: (i32) if it takes the
+// address, and returning an i64 if op is a load.
+func (op memoryOp) funcType(takesAddress bool) []byte {
+	t := []byte{0x60, 0}
+	if takesAddress {
+		t = []byte{0x60, 1, 0x7f}
+	}
+	if op.store {
+		return append(t, 0)
+	}
+	return append(t, 1, 0x7e)
+}
+
 // staticOffsets are the memarg offsets each op is compiled with; the last is
 // the largest there is.
 var staticOffsets = []uint64{0, 1, 0x10000, 0x7fffffff, 0x80000000, 0xffffffff}
@@ -231,34 +257,13 @@ func accessModule() []byte {
 	b := &wasmBuilder{memory: []byte{1, 1, 3}}
 	for _, op := range memoryOps {
 		for _, offset := range staticOffsets {
-			memarg := append([]byte{0}, uleb(offset)...) // alignment hint 1
-			body := []byte{0x20, 0}
-			if op.store {
-				body = append(body, op.value...)
-				body = append(append(body, op.opcode...), memarg...)
-				b.function(opFunctionName(op, offset), typeI32ToNone, body...)
-			} else {
-				body = append(append(body, op.opcode...), memarg...)
-				body = append(body, op.toI64...)
-				b.function(opFunctionName(op, offset), typeI32ToI64, body...)
-			}
+			b.function(opFunctionName(op, offset), op.funcType(true), op.body([]byte{0x20, 0}, offset)...)
 		}
-	}
-	// The same accesses at constant addresses, which the compiler folds
-	// into the instruction: no parameter.
-	for _, op := range memoryOps {
+		// The same accesses at constant addresses, which the compiler
+		// folds into the instruction: no parameter.
 		for _, c := range constAccesses {
-			memarg := append([]byte{0}, uleb(c.offset)...)
-			body := append([]byte{0x41}, sleb(int64(int32(c.addr)))...)
-			if op.store {
-				body = append(body, op.value...)
-				body = append(append(body, op.opcode...), memarg...)
-				b.function(constFunctionName(op, c), typeNoneToNone, body...)
-			} else {
-				body = append(append(body, op.opcode...), memarg...)
-				body = append(body, op.toI64...)
-				b.function(constFunctionName(op, c), typeNoneToI64, body...)
-			}
+			address := append([]byte{0x41}, sleb(int64(int32(c.addr)))...)
+			b.function(constFunctionName(op, c), op.funcType(false), op.body(address, c.offset)...)
 		}
 	}
 	b.function("grow", typeI32ToI32, 0x20, 0, 0x40, 0)
