@@ -80,7 +80,12 @@ func TestDecodeDoneStrict(t *testing.T) {
 		ok      bool
 	}{
 		{"plain", `{"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, true},
-		{"result", `{"result":{"a":[1,2]},"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, true},
+		{"result", `{"result":{"a":[1,2]},"result_type":"dict","result_repr":"{'a': [1, 2]}","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, true},
+		{"result without JSON", `{"result_type":"set","result_repr":"{1}","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, true},
+		{"result without a type", `{"result":{"a":[1,2]},"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, false},
+		{"repr without a type", `{"result_repr":"1","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, false},
+		{"type with a control character", `{"result_type":"a\u0007","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, false},
+		{"shutdown is not the worker's to say", `{"limit":"shutdown","error":{"type":"E","message":"m","traceback":""},"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, false},
 		{"limit with error", `{"limit":"memory","error":{"type":"MemoryError","message":"m","traceback":""},"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`, true},
 		{"unknown field", `{"exit_code":0,"evil":1}`, false},
 		{"trailing data", `{"exit_code":0} {}`, false},

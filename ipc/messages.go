@@ -92,7 +92,12 @@ type Request struct {
 // dropped output are the worker's own; the supervisor keeps its own counts
 // too and never trusts these beyond reporting them.
 type Done struct {
+	// Result, ResultType and ResultRepr are the last expression's value
+	// (runtimes.Outcome says what each holds); ResultType is empty when
+	// there was none.
 	Result        json.RawMessage     `json:"result,omitempty"`
+	ResultType    string              `json:"result_type,omitempty"`
+	ResultRepr    string              `json:"result_repr,omitempty"`
 	Error         *runtimes.ErrorInfo `json:"error,omitempty"`
 	Limit         string              `json:"limit,omitempty"`
 	ExitCode      int                 `json:"exit_code"`
@@ -117,10 +122,12 @@ type PhaseCPU struct {
 const maxPhases = 8
 
 // Validate checks a Done frame from an untrusted worker: known limit names,
-// valid UTF-8 text, non-negative counts, and a result that is one JSON value.
+// valid UTF-8 text, non-negative counts, and a result that is one JSON value
+// with a short printable type name.
 func (d *Done) Validate() error {
 	switch d.Limit {
 	case "", runtimes.LimitTimeout, runtimes.LimitMemory, runtimes.LimitOutput, runtimes.LimitScratch:
+		// shutdown and code_size are the supervisor's to say, never a worker's.
 	default:
 		return fmt.Errorf("ipc: done frame names unknown limit %q", d.Limit)
 	}
@@ -145,8 +152,8 @@ func (d *Done) Validate() error {
 			return fmt.Errorf("ipc: done frame has an invalid phase")
 		}
 	}
-	if d.Result != nil && !json.Valid(d.Result) {
-		return fmt.Errorf("ipc: done frame result is not valid JSON")
+	if err := runtimes.CheckResult(d.Result, d.ResultType, d.ResultRepr); err != nil {
+		return fmt.Errorf("ipc: done frame: %w", err)
 	}
 	return nil
 }

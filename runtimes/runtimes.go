@@ -10,14 +10,19 @@ package runtimes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/experimental"
 
 	"capsule/runtimes/fileset"
+	"capsule/runtimes/internal/guestmem"
 )
 
 // Language names, as used on the command line, in the ipc protocol and in
@@ -39,6 +44,9 @@ const (
 	LimitFilesIn = "files_in"
 	// LimitFilesOut is the size and number of the files returned.
 	LimitFilesOut = "files_out"
+	// LimitShutdown is the server's shutdown grace period: the call was
+	// still running when it ended.
+	LimitShutdown = "shutdown"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the
@@ -81,9 +89,21 @@ type Config struct {
 	Variant string
 }
 
+// GuardPages reports whether guest memories are guard-page reservations and
+// modules are compiled without bounds checks for them (guestmem.GuardPages):
+// where the platform has wazero's fault handler (linux/amd64) and 8 GiB of
+// address space can be reserved. The same in every process of one host and
+// binary, and part of the key of anything compiled.
+func GuardPages() bool { return guestmem.GuardPages() }
+
 // CompileContext is the context a runtime compiles its own module under,
-// carrying cfg's compiled image or image writer.
+// carrying cfg's compiled image or image writer, and compiling for
+// guard-page memories where instances get them (guestmem.GuardPages): the
+// module's loads and stores then have no bounds checks.
 func (cfg Config) CompileContext(ctx context.Context) context.Context {
+	if GuardPages() {
+		ctx = experimental.WithMemoryGuardPages(ctx)
+	}
 	if cfg.CompiledImage != nil {
 		ctx = experimental.WithCompiledImage(ctx, cfg.CompiledImage)
 	}
@@ -151,10 +171,16 @@ type ErrorInfo struct {
 // Outcome is how one execution ended. Standard output and error have already
 // gone to the Streams.
 type Outcome struct {
-	// Result is the value of the last top-level expression as JSON: the
-	// value itself when it is JSON-serialisable, otherwise a JSON string
-	// with its repr/string form. Nil means no result.
+	// Result is the value of the last top-level expression as JSON where
+	// it maps exactly (ints beyond ±2^53 as decimal strings), else nil.
 	Result json.RawMessage
+	// ResultType names the value's type as the language does (int, tuple,
+	// Decimal, Map, BigInt, NoneType, undefined); empty means there was no
+	// last expression, and then Result and ResultRepr are empty too.
+	ResultType string
+	// ResultRepr is the value as the language's REPL shows it: Python's
+	// repr, node's util.inspect for JavaScript.
+	ResultRepr string
 	// Error is set for an uncaught exception, a syntax error, or a limit.
 	Error *ErrorInfo
 	// Limit names the limit that was hit, or is empty.
@@ -194,4 +220,25 @@ func TimeoutOutcome(timeout time.Duration) Outcome {
 			Message: fmt.Sprintf("timeout: execution exceeded %s", timeout),
 		},
 	}
+}
+
+// MaxResultType bounds a result's type name.
+const MaxResultType = 256
+
+// CheckResult checks the three parts of a result as they come from a guest
+// or a worker, neither of which is trusted: JSON that is one valid value,
+// a type name that is short printable UTF-8 and present whenever anything
+// else is, and a repr that is valid UTF-8.
+func CheckResult(result json.RawMessage, typ, repr string) error {
+	switch {
+	case result != nil && !json.Valid(result):
+		return errors.New("the result is not valid JSON")
+	case typ == "" && (result != nil || repr != ""):
+		return errors.New("a result without a type")
+	case len(typ) > MaxResultType || !utf8.ValidString(typ) || strings.ContainsFunc(typ, func(r rune) bool { return !unicode.IsPrint(r) }):
+		return errors.New("the result's type name is too long or not printable")
+	case !utf8.ValidString(repr):
+		return errors.New("the result's repr is not valid UTF-8")
+	}
+	return nil
 }

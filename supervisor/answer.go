@@ -19,6 +19,8 @@ type Answer struct {
 	Stdout          string              `json:"stdout"`
 	Stderr          string              `json:"stderr"`
 	Result          json.RawMessage     `json:"result"`
+	ResultType      *string             `json:"result_type"`
+	ResultRepr      *string             `json:"result_repr"`
 	Error           *runtimes.ErrorInfo `json:"error"`
 	Limit           *string             `json:"limit"`
 	DurationMS      float64             `json:"duration_ms"`
@@ -80,8 +82,8 @@ func (a *Answer) Text() string {
 	if a.StderrTruncated {
 		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.stderrDropped))
 	}
-	if a.Result != nil {
-		section("[result]", readableJSON(a.Result))
+	if shown, ok := a.ShownResult(); ok {
+		section("[result]", shown)
 	}
 	if a.Error != nil {
 		body := a.Error.Traceback
@@ -104,6 +106,22 @@ func (a *Answer) Text() string {
 	}
 	return b.String()
 }
+
+// ShownResult is the result as the language's REPL shows it, and whether
+// it shows one: Python's repr, node's util.inspect form; nothing for no
+// last expression, None or undefined.
+func (a *Answer) ShownResult() (string, bool) {
+	if a.ResultRepr == nil || silentResult[*a.ResultType] {
+		return "", false
+	}
+	return *a.ResultRepr, true
+}
+
+// silentResult are the result types the text leaves out, as the REPLs do
+// for Python's None (node shows undefined, but a JavaScript script's
+// completion value is undefined after any statement, so it says nothing).
+// structuredContent still has them.
+var silentResult = map[string]bool{"NoneType": true, "undefined": true}
 
 // errWorkerEnded marks a worker that closed its pipe without a Done frame.
 var errWorkerEnded = errors.New("worker ended without answering")
@@ -170,6 +188,9 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 	}
 	if d != nil {
 		a.Result = d.Result
+		if d.ResultType != "" {
+			a.ResultType, a.ResultRepr = &d.ResultType, &d.ResultRepr
+		}
 		a.Error = d.Error
 		if d.Limit != "" {
 			limit := d.Limit

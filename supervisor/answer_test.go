@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,13 +50,43 @@ func TestCollector(t *testing.T) {
 		isError   bool
 		truncated bool
 		text      []string
+		notText   []string
 	}{
 		{
-			name:   "result and output",
+			name: "result and output",
+			max:  100,
+			frames: []func(*ipc.Writer) error{out("hel"), out("lo\n"), errOut("warn\n"),
+				done(ipc.Done{Result: json.RawMessage(`[1,2]`), ResultType: "tuple", ResultRepr: "(1, 2)"})},
+			stdout: "hello\n", stderr: "warn\n", result: "[1,2]",
+			text: []string{"hello\n", "[stderr]\nwarn\n", "[result]\n(1, 2)"},
+		},
+		{
+			name:   "a result JSON cannot hold is its repr in the text",
 			max:    100,
-			frames: []func(*ipc.Writer) error{out("hel"), out("lo\n"), errOut("warn\n"), done(ipc.Done{Result: json.RawMessage(`42`)})},
-			stdout: "hello\n", stderr: "warn\n", result: "42",
-			text: []string{"hello\n", "[stderr]\nwarn\n", "[result]\n42"},
+			frames: []func(*ipc.Writer) error{done(ipc.Done{ResultType: "set", ResultRepr: "{1, 2}"})},
+			text:   []string{"[result]\n{1, 2}"},
+		},
+		{
+			name:   "None is in the structure, not in the text",
+			max:    100,
+			frames: []func(*ipc.Writer) error{done(ipc.Done{Result: json.RawMessage(`null`), ResultType: "NoneType", ResultRepr: "None"})},
+			result: "null", notText: []string{"[result]", "None"},
+		},
+		{
+			name: "a result without a type is refused",
+			max:  100,
+			frames: []func(*ipc.Writer) error{func(w *ipc.Writer) error {
+				return w.WriteFrame(ipc.TypeDone, []byte(`{"result":1,"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`))
+			}},
+			wantErr: "a result without a type",
+		},
+		{
+			name: "a type name with a control character is refused",
+			max:  100,
+			frames: []func(*ipc.Writer) error{func(w *ipc.Writer) error {
+				return w.WriteFrame(ipc.TypeDone, []byte(`{"result_type":"in\nt","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`))
+			}},
+			wantErr: "not printable",
 		},
 		{
 			name:   "worker over its cap is cut by the supervisor",
@@ -137,6 +168,11 @@ func TestCollector(t *testing.T) {
 					t.Errorf("text %q does not contain %q", a.Text(), want)
 				}
 			}
+			for _, not := range tt.notText {
+				if strings.Contains(a.Text(), not) {
+					t.Errorf("text %q contains %q", a.Text(), not)
+				}
+			}
 		})
 	}
 }
@@ -151,7 +187,11 @@ func TestAnswerJSONShape(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"stdout", "stderr", "result", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"}
+	var schema struct{ Required []string }
+	if err := json.Unmarshal([]byte(outputSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := schema.Required
 	if len(m) != len(want) {
 		t.Fatalf("structured answer has fields %v, want exactly %v", m, want)
 	}
@@ -250,51 +290,6 @@ func TestLimitAnswer(t *testing.T) {
 	}
 }
 
-func TestReadableJSON(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"k":"\u003cb\u003e\u65e5\u672c\u003c/b\u003e \u0026 co"}`, `{"k":"<b>日本</b> & co"}`},
-		{`"\ud83d\ude00"`, `"😀"`},
-		{`"\ud83d"`, `"\ud83d"`},                   // a lone surrogate stays escaped
-		{`"a\"b\\c\n\u0007"`, `"a\"b\\c\n\u0007"`}, // escapes that must stay
-		{`"\u0022\u005c"`, `"\u0022\u005c"`},       // a quote and a backslash stay escaped
-		{`"\\u0041"`, `"\\u0041"`},                 // an escaped backslash, not an escape
-		{`["\u00e9", 1.5e3, null]`, `["é", 1.5e3, null]`},
-		{`"\u00"`, `"\u00"`}, // cut short: copied
-	}
-	for _, tt := range tests {
-		if got := readableJSON([]byte(tt.in)); got != tt.want {
-			t.Errorf("readableJSON(%s) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
-// FuzzReadableJSON checks that the readable form of any JSON value is
-// valid UTF-8 JSON for the same value.
-func FuzzReadableJSON(f *testing.F) {
-	f.Add([]byte(`{"k":"\u003cb\u003e\u65e5 \u0026"}`))
-	f.Add([]byte(`"\ud83d\ude00\ud800"`))
-	f.Add([]byte(`["\\u0041", "\u2028"]`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		var want any
-		if json.Unmarshal(raw, &want) != nil {
-			return
-		}
-		got := readableJSON(raw)
-		var back any
-		if err := json.Unmarshal([]byte(got), &back); err != nil {
-			t.Fatalf("readable form %q of %q is not JSON: %v", got, raw, err)
-		}
-		a, _ := json.Marshal(want)
-		b, _ := json.Marshal(back)
-		if !bytes.Equal(a, b) {
-			t.Fatalf("readable form %q of %q is %s, want %s", got, raw, b, a)
-		}
-		if utf8.Valid(raw) && !utf8.ValidString(got) {
-			t.Fatalf("readable form %q of valid UTF-8 %q is not", got, raw)
-		}
-	})
-}
-
 func TestParseArgumentsBounds(t *testing.T) {
 	deep := strings.Repeat(`{"a":`, MaxInputsDepth) + `1` + strings.Repeat(`}`, MaxInputsDepth)
 	tooDeep := strings.Repeat(`[`, MaxInputsDepth) + strings.Repeat(`]`, MaxInputsDepth)
@@ -317,4 +312,80 @@ func TestParseArgumentsBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestREADMEResultTableMatchesSchema: the README's table of the answer's
+// fields names exactly the output schema's properties.
+func TestREADMEResultTableMatchesSchema(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "| field | meaning |\n|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no table of the answer's fields")
+	}
+	inREADME := map[string]bool{}
+	for _, row := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(row, "| ") {
+			break
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(row, "| "), " |")
+		for _, f := range strings.Split(first, ", ") {
+			inREADME[strings.Trim(f, "`")] = true
+		}
+	}
+	var schema struct{ Properties map[string]json.RawMessage }
+	if err := json.Unmarshal([]byte(outputSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	for f := range schema.Properties {
+		if !inREADME[f] {
+			t.Errorf("the output schema's %q is not in the README's table", f)
+		}
+	}
+	for f := range inREADME {
+		if _, ok := schema.Properties[f]; !ok {
+			t.Errorf("the README's table names %q, which the output schema does not have", f)
+		}
+	}
+}
+
+// FuzzDone feeds a hostile worker's Done frame to the collector. Whatever
+// it accepts must make a well-formed answer: a result type exactly when
+// there is a repr, JSON that marshals, and a text that shows the repr
+// unless the type is one the REPLs leave silent.
+func FuzzDone(f *testing.F) {
+	for _, seed := range []string{
+		`{"result":[1,2],"result_type":"tuple","result_repr":"(1, 2)","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result_type":"set","result_repr":"{1, 2}","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result":null,"result_type":"NoneType","result_repr":"None","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result":"18446744073709551616","result_type":"int","result_repr":"18446744073709551616","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result":1,"exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result_type":"a\u0000b","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+		`{"result_repr":"x","exit_code":0,"stdout_dropped":0,"stderr_dropped":0}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var buf bytes.Buffer
+		if err := ipc.NewWriter(&buf).WriteFrame(ipc.TypeDone, payload); err != nil {
+			return
+		}
+		c := newCollector(1 << 20)
+		d, err := c.read(ipc.NewReader(&buf, 1<<20))
+		if err != nil {
+			return
+		}
+		a := c.answer(d, nil)
+		if (a.ResultType == nil) != (a.ResultRepr == nil) || (a.Result != nil && a.ResultType == nil) {
+			t.Fatalf("accepted a partial result: %s %v %v", a.Result, a.ResultType, a.ResultRepr)
+		}
+		if _, err := json.Marshal(a); err != nil {
+			t.Fatalf("the answer does not marshal: %v", err)
+		}
+		if shown, ok := a.ShownResult(); ok && !strings.Contains(a.Text(), "[result]\n"+shown) {
+			t.Fatalf("text %q does not show %q", a.Text(), shown)
+		}
+	})
 }

@@ -28,7 +28,9 @@ type Limits struct {
 	// MaxOutput caps stdout and stderr, each; beyond it output is dropped
 	// and counted, and the run goes on.
 	MaxOutput Size
-	// MaxCode caps the size of the submitted code.
+	// MaxCode caps the length of the submitted code in characters
+	// (Unicode code points, as the input schema's maxLength counts them),
+	// and the size of the inputs in bytes of JSON.
 	MaxCode Size
 	// Scratch caps a Python call's private writable directory (/tmp, the
 	// working directory), held in the worker's memory on top of Memory;
@@ -242,7 +244,7 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 		"the most a call's timeout_seconds may ask for; not below --timeout (left unset, it rises to --timeout)")
 	e.Var(&c.Limits.Memory, "memory", "CAPSULE_MEMORY", "memory limit of one execution")
 	e.Var(&c.Limits.MaxOutput, "max-output", "CAPSULE_MAX_OUTPUT", "limit on stdout and on stderr, each; the rest is dropped and counted")
-	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the size of the submitted code")
+	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the submitted code, in characters (as the tools' maxLength counts them), and on the inputs, in bytes of JSON")
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
 	e.Var(&c.Limits.MaxFilesIn, "max-files-in", "CAPSULE_MAX_FILES_IN", "limit on the files passed in to one call, all together (0: none may be)")
 	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
@@ -397,3 +399,9 @@ func (v StringValue) Set(s string) error { *v.S = s; return nil }
 
 // BoolValue returns a flag.Value for b (true/false, 1/0, yes/no, on/off).
 func BoolValue(b *bool) flag.Value { return boolValue{b} }
+
+// DurationValue returns a flag.Value for a positive duration (30s, 2m).
+func DurationValue(d *time.Duration) flag.Value { return durationValue{d} }
+
+// IntValue returns a flag.Value for a whole number of at least min.
+func IntValue(n *int, min int) flag.Value { return intValue{n, min} }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"capsule/ipc"
 	"capsule/runtimes"
@@ -70,9 +71,9 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 
 // makeSnapshot runs a snapshot worker (ipc.ModeSnapshot: trusted, it reads
 // no request) that writes name's snapshot and compiled image into the two
-// memfds, and waits for it to exit. A variant's is given up when the
-// supervisor closes, too.
-func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) error {
+// memfds, waits for it to exit, and returns the CPU time it used. A
+// variant's is given up when the supervisor closes, too.
+func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
 	if name.Variant != "" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
@@ -81,18 +82,20 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 	}
 	p, err := s.spawnWorker(name, ipc.ModeSnapshot, key, image, code)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer p.close()
+	var cpu time.Duration
 	err = p.awaitReady(ctx, snapshotStart)
 	if err == nil {
 		<-p.exited
+		cpu = p.state.UserTime() + p.state.SystemTime()
 		if !p.state.Success() {
 			err = errors.New(exitReason(p.state))
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
+		return cpu, fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
 	}
-	return nil
+	return cpu, nil
 }

@@ -63,6 +63,9 @@ type Supervisor struct {
 	drained  chan struct{}
 	stopped  context.Context
 	stop     context.CancelFunc
+	// grace is the shutdown grace Drain was given, for the answers of the
+	// calls it ends.
+	grace time.Duration
 	// reaping counts used workers still being reaped.
 	reaping sync.WaitGroup
 	// cgroups gives each worker a memory cgroup of its own, or is nil;
@@ -172,6 +175,34 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	<-finished
 	s.Close()
 	return err
+}
+
+// Drain shuts the supervisor down as Shutdown does, with grace for the
+// running calls to finish; a call still running when it is over is
+// answered with limit "shutdown", naming grace.
+func (s *Supervisor) Drain(grace time.Duration) error {
+	s.mu.Lock()
+	s.grace = grace
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
+
+// shutdownAnswer is the answer of a call that the shutdown ended.
+func (s *Supervisor) shutdownAnswer(col *collector) *Answer {
+	s.mu.Lock()
+	grace := s.grace
+	s.mu.Unlock()
+	msg := "shutdown: the server shut down before the call finished; its worker was killed"
+	if grace > 0 {
+		msg = fmt.Sprintf("shutdown: the server shut down and the call did not finish within its %s grace period (--shutdown-grace); its worker was killed", grace)
+	}
+	a := col.answer(nil, nil)
+	limit := runtimes.LimitShutdown
+	a.Limit = &limit
+	a.Error = &runtimes.ErrorInfo{Type: "ShutdownError", Message: msg}
+	return a
 }
 
 // Cgroup says whether each worker gets a memory cgroup of its own.
@@ -295,7 +326,7 @@ type Request struct {
 	// Inputs is an optional JSON object given to the code as `inputs`.
 	Inputs json.RawMessage
 	// Timeout replaces the configured timeout when positive; it is capped
-	// at Limits.MaxTimeout.
+	// at Limits.MaxTimeout (the tools refuse more before they get here).
 	Timeout time.Duration
 	// Files are passed in: Python finds them in /tmp, JavaScript in the
 	// global `files`.
@@ -318,9 +349,11 @@ func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
 }
 
 func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Duration) *Answer {
-	if n := len(req.Code); int64(n) > int64(s.cfg.Limits.MaxCode) {
+	// Characters, not bytes: the input schema's maxLength counts them, and
+	// a call the schema admits must not be refused for its encoding.
+	if n := utf8.RuneCountInString(req.Code); int64(n) > int64(s.cfg.Limits.MaxCode) {
 		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
-			fmt.Sprintf("code_size: the code is %d bytes, over the %s limit", n, s.cfg.Limits.MaxCode))
+			fmt.Sprintf("code_size: the code is %d characters, over the limit of %d (--max-code)", n, int64(s.cfg.Limits.MaxCode)))
 	}
 	if n := len(req.Inputs); int64(n) > int64(s.cfg.Limits.MaxCode) {
 		return limitAnswer(runtimes.LimitCodeSize, "CodeSizeError",
@@ -348,7 +381,7 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 		return errorAnswer("Cancelled", "the call was cancelled while waiting for a free worker")
 	case <-s.stopped.Done():
 		s.waiting.Add(-1)
-		return errorAnswer("ServerStopping", "the server is shutting down")
+		return s.shutdownAnswer(newCollector(0))
 	}
 	defer func() { <-s.slots }()
 
@@ -471,10 +504,10 @@ func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout t
 	switch {
 	case !errors.Is(err, os.ErrDeadlineExceeded):
 		return col.answer(nil, err)
+	case s.stopped.Err() != nil:
+		return s.shutdownAnswer(col)
 	case ctx.Err() != nil:
 		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
-	case s.stopped.Err() != nil:
-		return col.answer(nil, errors.New("the server shut down before the call finished; its worker was killed"))
 	}
 	o := runtimes.TimeoutOutcome(timeout)
 	return col.answer(&ipc.Done{Error: o.Error, Limit: o.Limit}, nil)

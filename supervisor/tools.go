@@ -22,7 +22,9 @@ const outputSchema = `{
   "properties": {
     "stdout": {"type": "string", "description": "What the code printed to standard output (up to the output limit)."},
     "stderr": {"type": "string", "description": "What the code printed to standard error (up to the output limit)."},
-    "result": {"description": "The value of the last top-level expression: the JSON value when it is JSON-serialisable, else its repr/string form as a string; null when there is none."},
+    "result": {"description": "The value of the last top-level expression as JSON, where JSON holds it exactly: Python dict (str keys), list, tuple (as an array), str, int, finite float, bool, None; JavaScript plain objects and arrays of strings, finite numbers, booleans and null. An integer beyond ±2^53 (Python int, JavaScript BigInt) is a string of its decimal digits, so that no reader loses digits. Null when the value has no exact JSON form (see result_repr) or there is no last expression (result_type is null)."},
+    "result_type": {"type": ["string", "null"], "description": "The value's type as the language names it: Python's type name (int, str, tuple, set, Decimal, datetime, NoneType, a class), JavaScript's constructor name (Object, Array, Map, Date, Uint8Array, a class) or Number, String, Boolean, BigInt, Symbol, null, undefined. Null when there is no last expression."},
+    "result_repr": {"type": ["string", "null"], "description": "The value as the language's REPL shows it: Python's repr(), node's util.inspect. Null when there is no last expression."},
     "error": {
       "type": ["object", "null"],
       "description": "Null, or the uncaught exception / syntax error / limit.",
@@ -33,13 +35,13 @@ const outputSchema = `{
       },
       "required": ["type", "message", "traceback"]
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", null], "description": "The limit that was hit, if any."},
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "shutdown", null], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
     "files": {` + filesSchema + `}
   },
-  "required": ["stdout", "stderr", "result", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
+  "required": ["stdout", "stderr", "result", "result_type", "result_repr", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
 }`
 
 // language describes one tool: its name and how its description reads.
@@ -61,7 +63,7 @@ var languages = []language{
 		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
 			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no numpy, no pandas, no pip installs, " +
 			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
-			"notebook cell; JSON when serialisable, else repr) come back.",
+			"notebook cell: its repr, and exact JSON where it maps) come back.",
 	},
 	{
 		name:     runtimes.JavaScript,
@@ -73,18 +75,16 @@ var languages = []language{
 			"setTimeout, setInterval, queueMicrotask work. No Node or browser APIs beyond console and timers " +
 			"(no require, process, fetch), no ES modules (import/export are SyntaxErrors, import() rejects), " +
 			"no Atomics. stdout, stderr and the value of the last expression come back: a native Promise is " +
-			"awaited (other thenables are not); the value is rendered as JSON from its own data properties, " +
-			"without calling toJSON or getters, else as console.log shows it (BigInt, Map, Set, errors, " +
-			"functions, cyclic objects).",
+			"awaited (other thenables are not); the value is shown as node's REPL shows it, and as exact JSON " +
+			"for plain objects and arrays of JSON values, without calling toJSON, getters or any other code of the value.",
 	},
 }
 
-// NewMCPServer returns the MCP server with capsule's tools, backed by s.
-func NewMCPServer(s *Supervisor) *server.MCPServer {
-	srv := server.NewMCPServer("capsule", Version,
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
+// NewMCPServer returns the MCP server with capsule's tools, backed by s;
+// extra adds what a transport offers (stdio: logging).
+func NewMCPServer(s *Supervisor, extra ...server.ServerOption) *server.MCPServer {
+	opts := append([]server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}, s.identity()...)
+	srv := server.NewMCPServer("capsule", Version, append(opts, extra...)...)
 	for _, l := range languages {
 		srv.AddTool(s.tool(l), s.handler(l.name))
 	}
@@ -96,11 +96,12 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
-		"dropped), %s of code and %s of inputs. %s",
-		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, lim.MaxCode, lim.MaxCode, s.filesAbout(l))
+		"dropped), %d characters of code and %s of inputs. %s",
+		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode, s.filesAbout(l))
 	return mcp.NewTool(l.tool,
 		mcp.WithDescription(desc),
 		mcp.WithToolTitle(l.title),
+		mcp.WithToolIcons(toolIcons[l.name]),
 		mcp.WithTitleAnnotation(l.title),
 		// Nothing outside the sandbox changes, and nothing is reachable.
 		mcp.WithReadOnlyHintAnnotation(true),
@@ -108,14 +109,14 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 		// Code may read the clock or random numbers.
 		mcp.WithIdempotentHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
-		// The schema states what ParseArguments and Execute enforce. The
-		// code limit is in bytes, maxLength in characters: a character
-		// is at least one byte, so the schema never admits less than the
-		// server does, and the server's answer names the byte limit.
+		// The schema states exactly what ParseArguments, the handler and
+		// Execute enforce: the code's length in characters, as maxLength
+		// counts them, and timeout_seconds within its bounds, more being
+		// refused rather than cut.
 		mcp.WithString("code", mcp.Required(), mcp.MaxLength(int(lim.MaxCode)),
-			mcp.Description(fmt.Sprintf("The source code to run (at most %s as UTF-8).", lim.MaxCode))),
+			mcp.Description(fmt.Sprintf("The source code to run (at most %d characters).", int64(lim.MaxCode)))),
 		mcp.WithNumber("timeout_seconds", mcp.Min(MinTimeout.Seconds()), mcp.Max(lim.MaxTimeout.Seconds()),
-			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g).",
+			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g; a call that asks for more is refused).",
 				lim.Timeout.Seconds(), MinTimeout.Seconds(), lim.MaxTimeout.Seconds()))),
 		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
@@ -256,6 +257,9 @@ func jsonType(v any) string {
 func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, err := ParseArguments(req.GetRawArguments())
+		if err == nil {
+			err = s.checkTimeout(args.Timeout)
+		}
 		if err != nil {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
@@ -269,6 +273,17 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		res.IsError = a.IsError()
 		return res, nil
 	}
+}
+
+// checkTimeout refuses a timeout_seconds above --max-timeout, as the input
+// schema's maximum says: a call silently cut short of what it asked for
+// would look like a slow program.
+func (s *Supervisor) checkTimeout(asked time.Duration) error {
+	if most := s.cfg.Limits.MaxTimeout; asked > most {
+		return fmt.Errorf("argument \"timeout_seconds\" is %g, above the most a call may ask for on this server: %g seconds (--max-timeout)",
+			asked.Seconds(), most.Seconds())
+	}
+	return nil
 }
 
 // progressEvery is how often a running call reports progress.

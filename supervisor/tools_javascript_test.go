@@ -20,7 +20,7 @@ func TestJavaScriptDescriptionStatesTheEngine(t *testing.T) {
 	for _, want := range []string{
 		"plain script", "top-level await works", "no ES modules", "import/export are SyntaxErrors",
 		"import() rejects", "no Atomics", "a native Promise is awaited", "other thenables are not",
-		"without calling toJSON or getters",
+		"without calling toJSON, getters or any other code of the value", "as node's REPL shows it",
 	} {
 		if !strings.Contains(about, want) {
 			t.Errorf("the JavaScript description does not say %q: %s", want, about)

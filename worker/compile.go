@@ -42,7 +42,8 @@ var identities = map[string]func(variant string) (string, error){
 // SnapshotKey names the interpreter snapshot of language, or of one of its
 // variants, for a memory limit: it changes with anything the image depends
 // on (the runtime's module, data and start-up program, the variant's
-// imports, the limit, the architecture), so an image made by another
+// imports, the limit, the architecture, and whether the compiled code has
+// bounds checks or relies on guard pages), so an image made by another
 // binary or for other limits is never used.
 func SnapshotKey(language, variant string, memoryBytes uint64) (string, error) {
 	identity, ok := identities[language]
@@ -53,6 +54,6 @@ func SnapshotKey(language, variant string, memoryBytes uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s", id, memoryBytes, runtime.GOARCH))
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00guard-pages=%t", id, memoryBytes, runtime.GOARCH, runtimes.GuardPages()))
 	return language + "-" + hex.EncodeToString(h[:16]), nil
 }

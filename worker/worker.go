@@ -115,6 +115,8 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 			done := ipc.Done{
 				WorkerCPU:     cpu.phases,
 				Result:        o.Result,
+				ResultType:    o.ResultType,
+				ResultRepr:    o.ResultRepr,
 				Error:         o.Error,
 				Limit:         o.Limit,
 				ExitCode:      o.ExitCode,
@@ -138,7 +140,10 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		os.Exit(0)
 	})
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs, Files: files})
+	o, probed := probeMemory(runCtx, req.Code, runtimes.Streams{Stdout: stdout, Stderr: stderr})
+	if !probed {
+		o = inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs, Files: files})
+	}
 	cancel()
 	timer.Stop()
 	if o.Limit == runtimes.LimitTimeout {
@@ -158,12 +163,12 @@ const answerGrace = 250 * time.Millisecond
 // bound keeps an outcome within the output limit, so that a huge result or
 // exception message cannot make a frame the supervisor will refuse.
 func bound(o runtimes.Outcome, max int64) runtimes.Outcome {
-	if n := len(o.Result); int64(n) > max && o.Limit == "" {
-		o.Result = nil
+	if n := len(o.Result) + len(o.ResultRepr); int64(n) > max && o.Limit == "" {
+		o.Result, o.ResultType, o.ResultRepr = nil, "", ""
 		o.Limit = runtimes.LimitOutput
 		o.Error = &runtimes.ErrorInfo{
 			Type:    "OutputLimitError",
-			Message: fmt.Sprintf("output: the result is %d bytes as JSON, over the %s limit; print part of it instead", n, runtimes.FormatBytes(max)),
+			Message: fmt.Sprintf("output: the result is %d bytes as JSON and as text, over the %s limit; print part of it instead", n, runtimes.FormatBytes(max)),
 		}
 	}
 	if o.Error != nil {
@@ -216,6 +221,9 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		cfg.CompiledImage = image
 	}
 	engine, err := Compile(ctx, setup.Language, cfg)
+	if err == nil {
+		err = prepareFaults(ctx, cfg)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -17,6 +17,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -216,16 +217,39 @@ var noPoolFlags = []string{"--pool-python", "0", "--pool-javascript", "0"}
 
 // firstAnswer starts a server on cacheHome and times its initialize and
 // its first answer, both from the process start.
-func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, err error) {
+func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, log string, err error) {
 	s, err := startServer(b.bin, cacheHome)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer s.close()
 	if _, err := s.call(tool, trivialCode); err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
-	return ms(s.initialized.Sub(s.started)), ms(time.Since(s.started)), nil
+	first := time.Since(s.started)
+	return ms(s.initialized.Sub(s.started)), ms(first), s.stderr.since(0), nil
+}
+
+// preparation reads where the preparation of language went from a server's
+// JSON log: its "runtime prepared" line, which the server writes when the
+// cache was empty (a Python snapshot variant's line, written when a call
+// first asks for it, names its variant and is not the runtime's).
+func preparation(log, language string) (p preparedRow, ok bool) {
+	for line := range strings.Lines(log) {
+		var m struct {
+			Message      string  `json:"@message"`
+			Language     string  `json:"language"`
+			Variant      string  `json:"variant"`
+			Duration     float64 `json:"duration_ms"`
+			Worker       float64 `json:"worker_ms"`
+			WorkerCPU    float64 `json:"worker_cpu_ms"`
+			StoreAndSeal float64 `json:"store_and_seal_ms"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Message == "runtime prepared" && m.Language == language && m.Variant == "" {
+			return preparedRow{total: m.Duration, worker: m.Worker, workerCPU: m.WorkerCPU, seal: m.StoreAndSeal}, true
+		}
+	}
+	return p, false
 }
 
 // coldStart measures the time from starting serve to the first answer
@@ -237,13 +261,16 @@ func (b *bench) coldStart() error {
 		for i := range b.o.reps {
 			home := filepath.Join(b.tmp, fmt.Sprintf("cold-%s-%d", l.tool, i))
 			logf("start-up: %s, empty cache (%d/%d)", l.name, i+1, b.o.reps)
-			in, first, err := b.firstAnswer(home, l.tool)
+			in, first, log, err := b.firstAnswer(home, l.tool)
 			os.RemoveAll(home)
 			if err != nil {
 				return err
 			}
 			row.coldInit = append(row.coldInit, in)
 			row.cold = append(row.cold, first)
+			if p, ok := preparation(log, strings.ToLower(l.name)); ok {
+				row.prepared = append(row.prepared, p)
+			}
 		}
 		b.r.starts = append(b.r.starts, row)
 	}
@@ -274,7 +301,7 @@ func (b *bench) warmStart() error {
 		row := &b.r.starts[i]
 		for j := range b.o.reps {
 			logf("start-up: %s, filled cache (%d/%d)", l.name, j+1, b.o.reps)
-			in, first, err := b.firstAnswer(b.cache, l.tool)
+			in, first, _, err := b.firstAnswer(b.cache, l.tool)
 			if err != nil {
 				return err
 			}

@@ -84,6 +84,16 @@ type startRow struct {
 	language       string
 	coldInit, cold []float64
 	warmInit, warm []float64
+	// prepared is where each empty-cache start's preparation of this
+	// language's runtime went, as the server logged it.
+	prepared []preparedRow
+}
+
+// preparedRow is one preparation of a runtime, in milliseconds: the whole,
+// the snapshot worker (compile and interpreter start), its CPU time, and
+// storing and sealing the images.
+type preparedRow struct {
+	total, worker, workerCPU, seal float64
 }
 
 // workerMemRow is one worker's memory, ready and idle, then running.
@@ -286,14 +296,38 @@ func (r *report) printStarts(p printer) {
 			fmtMS(targetWarmStartMS), verdict(warm <= targetWarmStartMS))
 	}
 	p("")
+	p("Where an empty-cache start goes: the server prepares each runtime once (a snapshot worker compiles the module, " +
+		"nearly all of its CPU, and starts the interpreter; then the images are stored and sealed), as its `runtime prepared` " +
+		"log line says; medians of the runs above, each language's own first-answer run.")
+	p("")
+	p("| language | preparing | snapshot worker | its CPU | store and seal | first answer |")
+	p("|---|---:|---:|---:|---:|---:|")
+	for _, s := range r.starts {
+		if len(s.prepared) == 0 {
+			continue
+		}
+		col := func(f func(preparedRow) float64) string {
+			var xs []float64
+			for _, pr := range s.prepared {
+				xs = append(xs, f(pr))
+			}
+			return fmtMS(median(xs))
+		}
+		p("| %s | %s | %s | %s | %s | %s |", s.language,
+			col(func(pr preparedRow) float64 { return pr.total }), col(func(pr preparedRow) float64 { return pr.worker }),
+			col(func(pr preparedRow) float64 { return pr.workerCPU }), col(func(pr preparedRow) float64 { return pr.seal }),
+			fmtMS(median(s.cold)))
+	}
+	p("")
 }
 
 func (r *report) printCompute(p printer) {
 	p("### Compute overhead")
 	p("")
-	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript "+
-		"`performance.now`) and returns the elapsed milliseconds, so process and interpreter start-up are "+
-		"not included. Each run is a fresh process (a capsule call, or a new `python3.11`/`python3`/`node`); median of %d. "+
+	p("CPU-bound snippets; each times its own compute (Python `time.process_time`, the CPU time of its process: "+
+		"under capsule the worker's, so that other work on the machine does not count; JavaScript `performance.now`, "+
+		"wall time, as QuickJS has no CPU clock) and returns the elapsed milliseconds, so process and interpreter "+
+		"start-up are not included. Each run is a fresh process (a capsule call, or a new `python3.11`/`python3`/`node`); median of %d. "+
 		"\"capsule call\" is the call's `duration_ms` (from the request to the answer, worker from the pool).",
 		r.opts.reps)
 	p("")

@@ -25,8 +25,8 @@ func TestExecExitStatus(t *testing.T) {
 		stderr string
 	}{
 		{"python result", []string{"python", "-c", "print('hi')\n6 * 7"}, "", 0, "hi\n42\n", ""},
-		{"javascript from stdin", []string{"javascript", "-"}, "console.log('js'); [1, 2]", 0, "js\n[1,2]\n", ""},
-		{"html characters stay readable", []string{"javascript", "-c", "'<b> & </b>'"}, "", 0, "\"<b> & </b>\"\n", ""},
+		{"javascript from stdin", []string{"javascript", "-"}, "console.log('js'); [1, 2]", 0, "js\n[ 1, 2 ]\n", ""},
+		{"html characters stay readable", []string{"javascript", "-c", "'<b> & </b>'"}, "", 0, "'<b> & </b>'\n", ""},
 		{"exception", []string{"python", "-c", "1 / 0"}, "", 1, "", "ZeroDivisionError"},
 		{"timeout", []string{"python", "--timeout", "1s", "-c", "while True: pass"}, "", 3, "", "exceeded 1s"},
 		{"unknown language", []string{"ruby", "-c", "1"}, "", 2, "", "unknown language"},

@@ -61,8 +61,8 @@ func (c *commonFlags) validate(command string) (int, bool) {
 
 // logger returns the logger the flags ask for. Logs always go to stderr:
 // in stdio mode stdout belongs to the MCP protocol.
-func (c *commonFlags) logger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{
+func (c *commonFlags) logger(name string) hclog.InterceptLogger {
+	return hclog.NewInterceptLogger(&hclog.LoggerOptions{
 		Name:       name,
 		Level:      hclog.LevelFromString(c.logLevel),
 		Output:     os.Stderr,

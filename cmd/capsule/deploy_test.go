@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"capsule/supervisor/transport"
 	"errors"
 	"io"
 	"os"
@@ -18,8 +19,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"capsule/supervisor"
 )
 
 const (
@@ -229,14 +228,14 @@ func TestKubernetesManifest(t *testing.T) {
 
 	t.Run("token from a Secret", func(t *testing.T) {
 		for _, e := range c.Env {
-			if e.Name == supervisor.AuthTokenEnv {
+			if e.Name == transport.AuthTokenEnv {
 				if e.Value != nil || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-					t.Fatalf("%s must come from a secretKeyRef, never a literal", supervisor.AuthTokenEnv)
+					t.Fatalf("%s must come from a secretKeyRef, never a literal", transport.AuthTokenEnv)
 				}
 				return
 			}
 		}
-		t.Fatalf("%s is not set: capsule refuses to bind 0.0.0.0 without it", supervisor.AuthTokenEnv)
+		t.Fatalf("%s is not set: capsule refuses to bind 0.0.0.0 without it", transport.AuthTokenEnv)
 	})
 
 	t.Run("cache on an emptyDir", func(t *testing.T) {
@@ -310,7 +309,7 @@ func TestDeployVariablesExist(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve --help: %v\n%s", err, help)
 	}
-	known := map[string]bool{supervisor.AuthTokenEnv: true}
+	known := map[string]bool{transport.AuthTokenEnv: true}
 	for _, m := range regexp.MustCompile(`\(env (CAPSULE_[A-Z_]+)\)`).FindAllStringSubmatch(string(help), -1) {
 		known[m[1]] = true
 	}

@@ -48,10 +48,12 @@ func TestMain(m *testing.M) {
 
 // structured mirrors the tools' structuredContent.
 type structured struct {
-	Stdout string          `json:"stdout"`
-	Stderr string          `json:"stderr"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
+	Stdout     string          `json:"stdout"`
+	Stderr     string          `json:"stderr"`
+	Result     json.RawMessage `json:"result"`
+	ResultType *string         `json:"result_type"`
+	ResultRepr *string         `json:"result_repr"`
+	Error      *struct {
 		Type      string `json:"type"`
 		Message   string `json:"message"`
 		Traceback string `json:"traceback"`
@@ -118,6 +120,7 @@ func startServerHook(t testing.TB, extraEnv []string, hook func(*exec.Cmd), flag
 		transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd = exec.CommandContext(ctx, command, args...)
+			cmd.WaitDelay = serverWaitDelay
 			// A canary in the server's environment: no answer may ever contain it.
 			cmd.Env = append(append(os.Environ(), "CAPSULE_TEST_CANARY="+canary), extraEnv...)
 			if hook != nil {
@@ -195,6 +198,7 @@ type expectation struct {
 	code          string
 	isError       bool
 	result        string // exact JSON, or "null"
+	typ, repr     string // result_type and result_repr, when not empty
 	stdout        string // substring
 	stdoutExact   *string
 	stderr        string // substring
@@ -220,6 +224,12 @@ func check(t *testing.T, res *mcp.CallToolResult, st structured, e expectation) 
 		if got != e.result {
 			t.Errorf("result = %s, want %s", got, e.result)
 		}
+	}
+	if e.typ != "" && (st.ResultType == nil || *st.ResultType != e.typ) {
+		t.Errorf("result_type = %v, want %q", strOrNil(st.ResultType), e.typ)
+	}
+	if e.repr != "" && (st.ResultRepr == nil || *st.ResultRepr != e.repr) {
+		t.Errorf("result_repr = %v, want %q", strOrNil(st.ResultRepr), e.repr)
 	}
 	if !strings.Contains(st.Stdout, e.stdout) {
 		t.Errorf("stdout = %q, want it to contain %q", st.Stdout, e.stdout)
@@ -265,3 +275,17 @@ func check(t *testing.T, res *mcp.CallToolResult, st structured, e expectation) 
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serverWaitDelay bounds how long waiting for a killed server waits for
+// its output pipes to close. A worker the server was spawning when it was
+// killed can be left blocked before its exec, holding the server's stderr
+// (see the report of issue 21): without a bound, the test's cleanup would
+// wait for it forever.
+const serverWaitDelay = 10 * time.Second
+
+func strOrNil(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}

@@ -104,8 +104,8 @@ func printAnswer(a *supervisor.Answer) int {
 	if a.StdoutTruncated || a.StderrTruncated {
 		fmt.Fprintln(os.Stderr, "capsule: output was truncated at the output limit")
 	}
-	if a.Result != nil {
-		fmt.Fprintln(os.Stdout, string(a.Result))
+	if shown, ok := a.ShownResult(); ok {
+		fmt.Fprintln(os.Stdout, shown)
 	}
 	if a.Error != nil {
 		if a.Error.Traceback != "" {

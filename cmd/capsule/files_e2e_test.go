@@ -322,10 +322,10 @@ func TestFilesTypeScriptClient(t *testing.T) {
 		}
 	}
 	t.Run("stdio", func(t *testing.T) {
-		checkAll(t, runTSClient(t, calls, append([]string{"stdio", capsuleBin, "serve"}, filesFlags...)...))
+		checkAll(t, runTSClient(t, tsStdio(nil, filesFlags...), calls))
 	})
 	t.Run("http", func(t *testing.T) {
 		s := startHTTPServer(t, nil, filesFlags...)
-		checkAll(t, runTSClient(t, calls, "http", s.base+"/mcp"))
+		checkAll(t, runTSClient(t, map[string]any{"transport": "http", "url": s.base + "/mcp"}, calls))
 	})
 }

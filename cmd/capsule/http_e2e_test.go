@@ -57,6 +57,7 @@ func startHTTPServer(t testing.TB, env []string, flags ...string) *httpServer {
 	t.Helper()
 	s := &httpServer{stderr: newSyncBuffer(), exited: make(chan struct{})}
 	s.cmd = exec.Command(capsuleBin, append([]string{"serve", "--http", "127.0.0.1:0"}, flags...)...)
+	s.cmd.WaitDelay = serverWaitDelay
 	s.cmd.Env = serverEnv(env...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -405,7 +406,7 @@ func TestHTTPShutdown(t *testing.T) {
 		{name: "call finishes within the grace", seconds: 2,
 			want: expectation{result: `"done"`, minDuration: 2 * time.Second}, maxAfter: 5 * time.Second},
 		{name: "call killed at the end of the grace", flags: []string{"--shutdown-grace", "1s"}, seconds: 30,
-			want:     expectation{isError: true, errContains: "shut down", result: "null"},
+			want:     expectation{isError: true, limit: "shutdown", errType: "ShutdownError", errContains: "within its 1s grace period", result: "null"},
 			maxAfter: 5 * time.Second},
 	}
 	for _, tc := range cases {
@@ -520,7 +521,7 @@ func TestServeHelp(t *testing.T) {
 		"-http value", "(env CAPSULE_HTTP)",
 		"-auth-token-file value", "(env CAPSULE_AUTH_TOKEN_FILE)", "CAPSULE_AUTH_TOKEN or --auth-token-file",
 		"-allow-origin value", "(env CAPSULE_ALLOW_ORIGIN)",
-		"-max-request-body value", "(env CAPSULE_MAX_REQUEST_BODY) (default 2 × max-code + 4/3 × max-files-in + 1MiB)",
+		"-max-request-body value", "(env CAPSULE_MAX_REQUEST_BODY) (default 5 × max-code + 4/3 × max-files-in + 1MiB)",
 		"-max-client-concurrency value", "(env CAPSULE_MAX_CLIENT_CONCURRENCY) (default 2 × max-concurrency)",
 		"-trust-proxy-headers", "(env CAPSULE_TRUST_PROXY_HEADERS)",
 		"-shutdown-grace value", "(env CAPSULE_SHUTDOWN_GRACE) (default 10s)",
@@ -574,7 +575,7 @@ func TestHTTPCancellationBelongsToItsClient(t *testing.T) {
 	callA := call(a, 1, sleepCall(2))
 	time.Sleep(inFlight)
 	cancel(b, 1)
-	if r := <-callA; !strings.Contains(r.body, `\"done\"`) {
+	if r := <-callA; !strings.Contains(r.body, `"result":"done"`) {
 		t.Fatalf("A's call, cancelled by B, answered %d %s; want it finished", r.status, r.body)
 	}
 

@@ -21,13 +21,13 @@ func TestJavaScriptEndToEnd(t *testing.T) {
 			stdoutExact: ptr("hello 42 { a: [ 1, 2 ] }\n"), result: "42"},
 		{name: "console.error to stderr", code: "console.error('bad'); console.warn('careful')",
 			stderr: "bad\ncareful\n", text: "[stderr]"},
-		{name: "undefined is no result", code: "let x = 1", result: "null"},
+		{name: "undefined has no JSON", code: "let x = 1", result: "null", typ: "undefined", repr: "undefined"},
 		{name: "modern syntax", code: `class A { #p = 40; get p() { return this.#p } }
 const o = {a: {b: null}};
 const m = /(?<y>\d{4})-(?<mo>\d{2})/.exec('2024-05');
 [new A().p + 2, o.a?.b?.c ?? 'none', (2n ** 64n).toString(), m.groups.y, [1, 2, 3].at(-1)]`,
 			result: `[42,"none","18446744073709551616","2024",3]`},
-		{name: "bigint result is its string form", code: "10n ** 20n", result: `"100000000000000000000n"`},
+		{name: "a big BigInt is its digits", code: "10n ** 20n", result: `"100000000000000000000"`, typ: "BigInt", repr: "100000000000000000000n"},
 		{name: "thrown error with stack", code: "function inner() { throw new TypeError('nope') }\ninner()",
 			isError: true, errType: "TypeError", errContains: "nope", traceContains: "inner"},
 		{name: "syntax error", code: "let = = 1", isError: true, errType: "SyntaxError"},
@@ -58,9 +58,9 @@ order`, result: `["micro","t10","iv","iv","t100"]`, minDuration: 200 * time.Mill
 		{name: "export is a SyntaxError", code: "export const x = 1", isError: true, errType: "SyntaxError"},
 		{name: "no Atomics", code: "typeof Atomics", result: `"undefined"`},
 		{name: "await is a name in a plain script", code: "var await = 2; class K {}; await * 21", result: "42"},
-		{name: "a thenable is not awaited", code: "({then(resolve) { resolve(1) }, n: 2})", result: `{"n":2}`},
-		{name: "toJSON is not called", code: "({a: 1, toJSON() { return 'replaced' }})", result: `{"a":1}`},
-		{name: "a promise that never settles is a value", code: "new Promise(() => {}); ", text: `"Promise { <pending> }"`},
+		{name: "a thenable is not awaited", code: "({then(resolve) { resolve(1) }, n: 2})", result: "null", repr: "{ then: [Function: then], n: 2 }"},
+		{name: "toJSON is not called", code: "({a: 1, toJSON() { return 'replaced' }})", result: "null", repr: "{ a: 1, toJSON: [Function: toJSON] }"},
+		{name: "a promise that never settles is a value", code: "new Promise(() => {}); ", text: "[result]\nPromise { <pending> }", typ: "Promise"},
 		{name: "a handled rejection is no error", code: "const p = Promise.reject(7); p.catch(() => console.log('handled')); p",
 			stdout: "handled", text: "Promise {"},
 	}

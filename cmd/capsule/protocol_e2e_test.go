@@ -101,8 +101,10 @@ func TestInputsAndTimeoutSeconds(t *testing.T) {
 			expectation{isError: true, text: "must be a JSON object"}},
 		{"execute_python", map[string]any{"code": "while True:\n    pass", "timeout_seconds": 1.5},
 			expectation{isError: true, limit: "timeout", errContains: "exceeded 1.5s"}},
-		// Above --max-timeout: capped at 2s.
+		// Above --max-timeout: refused, as the schema's maximum says.
 		{"execute_javascript", map[string]any{"code": "for (;;) {}", "timeout_seconds": 100},
+			expectation{isError: true, text: "above the most a call may ask for on this server: 2 seconds"}},
+		{"execute_javascript", map[string]any{"code": "for (;;) {}", "timeout_seconds": 2},
 			expectation{isError: true, limit: "timeout", errContains: "exceeded 2s"}},
 		{"execute_python", map[string]any{"code": "1", "timeout_seconds": -1},
 			expectation{isError: true, text: "positive number"}},
@@ -204,17 +206,18 @@ func cancelRunningCalls(t *testing.T, c *testServer, server int) {
 	}
 }
 
-// TestResultTextIsReadable: the [result] line of the text content is
-// readable UTF-8, not JSON with <, >, & and non-ASCII escaped.
+// TestResultTextIsReadable: the [result] line of the text content is what
+// the language's REPL shows, readable UTF-8 with <, >, & and non-ASCII as
+// they are.
 func TestResultTextIsReadable(t *testing.T) {
 	s := startServer(t)
-	for _, tc := range []struct{ tool, code string }{
-		{"execute_python", `{"k": "<b>日本</b> & co"}`},
-		{"execute_javascript", `({k: "<b>日本</b> & co"})`},
+	for _, tc := range []struct{ tool, code, shown string }{
+		{"execute_python", `{"k": "<b>日本</b> & co"}`, `{'k': '<b>日本</b> & co'}`},
+		{"execute_javascript", `({k: "<b>日本</b> & co"})`, `{ k: '<b>日本</b> & co' }`},
 	} {
 		res, st := s.call(t, tc.tool, tc.code)
-		if got := text(res); !strings.Contains(got, `{"k":"<b>日本</b> & co"}`) && !strings.Contains(got, `{"k": "<b>日本</b> & co"}`) {
-			t.Errorf("%s: text %q, want the result readable", tc.tool, got)
+		if got := text(res); !strings.Contains(got, "[result]\n"+tc.shown) {
+			t.Errorf("%s: text %q, want the result as the REPL shows it, %s", tc.tool, got, tc.shown)
 		}
 		var v map[string]string
 		if json.Unmarshal(st.Result, &v) != nil || v["k"] != "<b>日本</b> & co" {

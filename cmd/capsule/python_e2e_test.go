@@ -32,11 +32,11 @@ func TestPythonEndToEnd(t *testing.T) {
 		{name: "print plus expression", code: "print('hello')\n6 * 7",
 			stdoutExact: ptr("hello\n"), result: "42", text: "hello"},
 		{name: "statement only", code: "x = 1 + 1", result: "null", stdoutExact: ptr("")},
-		{name: "last expression None", code: "print('a')\nNone", result: "null", stdoutExact: ptr("a\n")},
+		{name: "last expression None", code: "print('a')\nNone", result: "null", typ: "NoneType", repr: "None", stdoutExact: ptr("a\n")},
 		{name: "unicode", code: "s = 'héllo wörld ✓ 日本'\nprint(s)\ns.upper()",
 			stdout: "héllo wörld ✓ 日本", result: `"HÉLLO WÖRLD ✓ 日本"`},
-		{name: "repr result", code: "class P:\n    def __repr__(self): return 'P()'\nP()", result: `"P()"`},
-		{name: "set result is repr", code: "{1, 2}", result: `"{1, 2}"`},
+		{name: "repr result", code: "class P:\n    def __repr__(self): return 'P()'\nP()", result: "null", typ: "P", repr: "P()", text: "[result]\nP()"},
+		{name: "a set is its repr, not a string", code: "{1, 2}", result: "null", typ: "set", repr: "{1, 2}", text: "[result]\n{1, 2}"},
 		{name: "syntax error", code: "def f(:\n  pass", isError: true, errType: "SyntaxError",
 			traceContains: "def f(:"},
 		{name: "exception with traceback", code: "def f(x):\n    return 1 / x\n\nprint('before')\nf(0)",
@@ -166,7 +166,7 @@ func TestBadArguments(t *testing.T) {
 func TestCodeSizeLimit(t *testing.T) {
 	s := startServer(t, "--max-code", "1KiB")
 	res, st := s.call(t, "execute_python", "x = 1\n"+strings.Repeat("#", 2048))
-	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "1KiB"})
+	check(t, res, st, expectation{isError: true, limit: "code_size", errContains: "over the limit of 1024"})
 }
 
 // writePackage writes a small pure-Python package, and a module next to

@@ -15,13 +15,15 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"capsule/supervisor"
+	"capsule/supervisor/mcplog"
+	"capsule/supervisor/transport"
 )
 
 const serveSynopsis = "capsule serve [flags]\n\n" +
-	"Serves MCP on stdio, or with --http over Streamable HTTP at " + supervisor.MCPPath + " (stateless, so\n" +
+	"Serves MCP on stdio, or with --http over Streamable HTTP at " + transport.MCPPath + " (stateless, so\n" +
 	"replicas can sit behind any load balancer), with /healthz and /readyz for probes.\n" +
 	"Over HTTP, clients must send 'Authorization: Bearer TOKEN' when a token is set, from the\n" +
-	"environment variable " + supervisor.AuthTokenEnv + " or --auth-token-file; binding an address\n" +
+	"environment variable " + transport.AuthTokenEnv + " or --auth-token-file; binding an address\n" +
 	"other than loopback without a token is refused.\n" +
 	"On SIGTERM or SIGINT, running calls get --shutdown-grace to finish; a second signal stops at once."
 
@@ -34,7 +36,7 @@ func serve(args []string) int {
 	e := supervisor.NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
-	opts := supervisor.DefaultServeOptions()
+	opts := transport.DefaultServeOptions()
 	opts.RegisterFlags(e)
 	if status, ok := parse(e, args); !ok {
 		return status
@@ -85,8 +87,16 @@ func serve(args []string) int {
 // answer. On a signal the supervisor drains first, while the stdio server
 // still writes the running calls' answers; only then does the stdio server
 // stop, since stopping it cancels the calls still running.
-func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts supervisor.ServeOptions, logger hclog.Logger) int {
-	stdio := server.NewStdioServer(supervisor.NewMCPServer(sup))
+func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor, opts transport.ServeOptions, logger hclog.InterceptLogger) int {
+	// The one client of a stdio server may read the server's log: it gets
+	// each line at the level it sets (logging/setLevel), and stderr still
+	// gets every line.
+	logs := mcplog.New()
+	mcpServer := supervisor.NewMCPServer(sup, server.WithLogging(), server.WithHooks(logs.Hooks()))
+	logs.Attach(mcpServer)
+	logger.RegisterSink(logs)
+	defer logger.DeregisterSink(logs)
+	stdio := server.NewStdioServer(mcpServer)
 	stdio.SetErrorLogger(logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
 	// The stdio server's own pool only hands calls over; the supervisor's
 	// max-concurrency decides how many run, and the rest wait their turn.
@@ -95,13 +105,17 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	listen, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	guard := supervisor.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), opts.ShutdownGrace)
+	// At the end of stdin, running calls get the shutdown grace to finish,
+	// and their answers a little longer to be written.
+	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), answerGrace)
+	guard.OnEOF = func() { drain(sup, opts.ShutdownGrace, logger) }
 	go func() { done <- stdio.Listen(listen, guard, guard) }()
 	logger.Info("serving MCP on stdio", "max_message", opts.MaxRequestBody)
 	select {
 	case err := <-done:
-		// stdin closed: the guard let running calls answer for up to the
-		// shutdown grace before Listen saw the end and cancelled the rest.
+		// stdin closed: the guard drained the supervisor, letting running
+		// calls answer for up to the shutdown grace, before Listen saw the
+		// end and cancelled what was left.
 		sup.Shutdown(context.Background())
 		if err != nil {
 			logger.Error("stdio server stopped", "error", err)
@@ -120,12 +134,12 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 
 // serveHTTP serves MCP over Streamable HTTP on ln until a signal arrives,
 // then stops accepting and drains.
-func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor, ln net.Listener, opts supervisor.ServeOptions, logger hclog.Logger) int {
-	srv := supervisor.NewHTTPServer(sup, opts, logger)
+func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor, ln net.Listener, opts transport.ServeOptions, logger hclog.Logger) int {
+	srv := transport.NewHTTPServer(supervisor.NewMCPServer(sup), sup.Ready, opts, logger)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	// Tests and scripts that bind port 0 read the port from this line.
-	logger.Info("listening", "addr", ln.Addr().String(), "endpoint", supervisor.MCPPath,
+	logger.Info("listening", "addr", ln.Addr().String(), "endpoint", transport.MCPPath,
 		"auth", opts.AuthToken != "", "max_client_concurrency", opts.MaxClientConcurrency,
 		"max_request_body", opts.MaxRequestBody)
 	select {
@@ -158,9 +172,7 @@ func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor,
 // drain lets running calls finish for up to grace, then kills them.
 func drain(sup *supervisor.Supervisor, grace time.Duration, logger hclog.Logger) {
 	logger.Info("shutting down: running calls may finish", "grace", grace)
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := sup.Shutdown(ctx); err != nil {
+	if err := sup.Drain(grace); err != nil {
 		logger.Warn("grace period over: killed the calls still running", "grace", grace)
 	}
 }

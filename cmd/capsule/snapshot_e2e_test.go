@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // snapshotFiles lists the interpreter snapshots in a cache home.
@@ -110,5 +111,24 @@ func TestSnapshotLifecycle(t *testing.T) {
 	s.cmd.Wait()
 	if n := len(snapshotFiles(t, home)); n != 4 {
 		t.Errorf("%d snapshots after a server with another memory limit, want 4", n)
+	}
+}
+
+// TestColdStartSaysWhatItDoes: with an empty cache, serve says on stderr
+// that it is preparing each runtime, where the cache is, and when each is
+// ready, so that a first start that takes seconds is not a mystery.
+func TestColdStartSaysWhatItDoes(t *testing.T) {
+	home := t.TempDir()
+	s := startServerEnv(t, []string{"XDG_CACHE_HOME=" + home})
+	res, st := s.call(t, "execute_python", "1 + 1")
+	check(t, res, st, expectation{result: "2"})
+	for _, language := range []string{"python", "javascript"} {
+		want := "runtime prepared: language=" + language
+		if !eventually(60*time.Second, func() bool { return strings.Contains(s.stderr.String(), want) }) {
+			t.Errorf("stderr lacks %q:\n%s", want, s.stderr.String())
+		}
+		if !strings.Contains(s.stderr.String(), "preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; later starts reuse the cache: language="+language+" cache="+home) {
+			t.Errorf("stderr does not say that it prepares %s, nor where the cache is:\n%s", language, s.stderr.String())
+		}
 	}
 }

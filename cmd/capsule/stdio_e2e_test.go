@@ -25,7 +25,15 @@ type rawStdio struct {
 
 func startRawStdio(t *testing.T, flags ...string) *rawStdio {
 	t.Helper()
+	return startRawStdioVersion(t, "2025-06-18", flags...)
+}
+
+// startRawStdioVersion starts a server and initialises it with a protocol
+// version. A batch response comes out of lines as {"batch": [...]}.
+func startRawStdioVersion(t *testing.T, version string, flags ...string) *rawStdio {
+	t.Helper()
 	cmd := exec.Command(capsuleBin, append([]string{"serve"}, flags...)...)
+	cmd.WaitDelay = serverWaitDelay
 	cmd.Env = serverEnv()
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -46,7 +54,12 @@ func startRawStdio(t *testing.T, flags ...string) *rawStdio {
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
 			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
+			var batch []any
+			switch {
+			case json.Unmarshal(sc.Bytes(), &m) == nil:
+			case json.Unmarshal(sc.Bytes(), &batch) == nil:
+				m = map[string]any{"batch": batch}
+			default:
 				m = map[string]any{"unparsable": sc.Text()}
 			}
 			r.lines <- m
@@ -59,7 +72,7 @@ func startRawStdio(t *testing.T, flags ...string) *rawStdio {
 			t.Logf("server stderr:\n%s", r.stderr.String())
 		}
 	})
-	r.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	r.expect(t, 0)
 	r.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r
@@ -70,6 +83,21 @@ func (r *rawStdio) send(t *testing.T, line string) {
 	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
 		t.Fatalf("writing to the server: %v", err)
 	}
+}
+
+// next returns the next message, failing after a minute without one.
+func (r *rawStdio) next(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-r.lines:
+		if !ok {
+			t.Fatal("stdout closed")
+		}
+		return m
+	case <-time.After(60 * time.Second):
+		t.Fatal("no message from the server")
+	}
+	return nil
 }
 
 // expect reads messages until the response with id, failing on a

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,12 +21,19 @@ var (
 	tsClientErr  error
 )
 
-// tsClient returns the directory holding client.mjs and its node_modules.
-func tsClient(t *testing.T) string {
+// tsClient returns the directory holding client.mjs and its node_modules,
+// installing them the first time; without node or npm the test is skipped,
+// saying so.
+func tsClient(t testing.TB) string {
 	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the TypeScript SDK client cannot run", tool)
+		}
+	}
 	tsClientOnce.Do(func() { tsClientDir, tsClientErr = installTSClient() })
 	if tsClientErr != nil {
-		t.Fatalf("installing the MCP TypeScript SDK client (needs node and npm): %v", tsClientErr)
+		t.Fatalf("installing the MCP TypeScript SDK client: %v", tsClientErr)
 	}
 	return tsClientDir
 }
@@ -79,13 +85,14 @@ func installTSClient() (string, error) {
 	return dir, nil
 }
 
-// tsCall is one tool call for client.mjs.
+// tsCall is one tool call for runTSClient.
 type tsCall struct {
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments"`
 }
 
-// tsResult is a tool result as the TypeScript SDK's client returns it.
+// tsResult is a tool result as the TypeScript SDK's client returns it, or
+// the error the client itself failed with.
 type tsResult struct {
 	Error   string `json:"error"`
 	IsError bool   `json:"isError"`
@@ -104,25 +111,28 @@ type tsResult struct {
 	StructuredContent json.RawMessage `json:"structuredContent"`
 }
 
-// runTSClient makes calls through client.mjs with args (see its comment).
-func runTSClient(t *testing.T, calls []tsCall, args ...string) []tsResult {
+// runTSClient lists the tools (so the SDK checks each structuredContent
+// against its tool's outputSchema) and makes calls one after the other
+// through client.mjs, on spec's transport (tsStdio, tsHTTP, or a spec of
+// one's own; its steps are replaced).
+func runTSClient(t *testing.T, spec map[string]any, calls []tsCall) []tsResult {
 	t.Helper()
-	dir := tsClient(t)
-	in, err := json.Marshal(calls)
-	if err != nil {
-		t.Fatal(err)
+	steps := []map[string]any{{"op": "list"}}
+	for _, c := range calls {
+		steps = append(steps, map[string]any{"op": "call", "name": c.Name, "arguments": c.Arguments})
 	}
-	cmd := exec.Command("node", append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
-	cmd.Env = serverEnv()
-	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("client.mjs: %v\n%s", err, stderr.String())
+	spec["steps"] = steps
+	run := runTS(t, spec)
+	if len(run.Steps) != len(steps) || run.Steps[0].Error != "" {
+		t.Fatalf("TypeScript client: %+v", run)
 	}
-	var results []tsResult
-	if err := json.Unmarshal(stdout.Bytes(), &results); err != nil || len(results) != len(calls) {
-		t.Fatalf("client.mjs printed %q (%v)\nstderr: %s", stdout.String(), err, stderr.String())
+	results := make([]tsResult, len(calls))
+	for i, st := range run.Steps[1:] {
+		if st.Error != "" {
+			results[i].Error = st.Error
+		} else if err := json.Unmarshal(st.OK, &results[i]); err != nil {
+			t.Fatalf("TypeScript client's result %d: %v", i, err)
+		}
 	}
 	return results
 }

@@ -353,7 +353,7 @@ func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes
 	in.ctx = context.WithValue(ctx, instanceKey{}, in)
 	in.deadline, in.hasDeadline = ctx.Deadline()
 
-	var result json.RawMessage
+	var result renderedValue
 	defer func() {
 		if r := recover(); r != nil {
 			t, ok := r.(trap)
@@ -371,7 +371,7 @@ func (in *instance) Run(ctx context.Context, req runtimes.Request) (out runtimes
 
 // execute does Run's work; result is set as soon as it is known, so that an
 // error in a later timer still reports it.
-func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runtimes.ErrorInfo {
+func (in *instance) execute(req runtimes.Request, result *renderedValue) *runtimes.ErrorInfo {
 	if err := in.putFiles(req.Files); err != nil {
 		return err
 	}
@@ -407,7 +407,11 @@ func (in *instance) execute(req runtimes.Request, result *json.RawMessage) *runt
 		return errInfo
 	}
 	if rendered != "" {
-		*result = json.RawMessage(rendered)
+		var rv renderedValue
+		if err := json.Unmarshal([]byte(rendered), &rv); err != nil || rv.Type == "" {
+			return &runtimes.ErrorInfo{Type: "InternalError", Message: "javascript: the result could not be rendered"}
+		}
+		*result = rv
 	}
 
 	// Like node, the run goes on until no job or timer is left.
@@ -510,8 +514,8 @@ func (in *instance) drainJobs() uint32 {
 // outcome classifies how the run ended. A limit takes precedence over the
 // error it caused: the "interrupted" error of QuickJS's interrupt handler,
 // or the out-of-memory error (or trap) after a refused heap growth.
-func (in *instance) outcome(start time.Time, result json.RawMessage, jsErr *runtimes.ErrorInfo, trapErr error) runtimes.Outcome {
-	out := runtimes.Outcome{Result: result, ExitCode: in.exitCode}
+func (in *instance) outcome(start time.Time, result renderedValue, jsErr *runtimes.ErrorInfo, trapErr error) runtimes.Outcome {
+	out := runtimes.Outcome{Result: result.JSON, ResultType: result.Type, ResultRepr: result.Repr, ExitCode: in.exitCode}
 	var exit *sys.ExitError
 	switch {
 	case in.interrupted || in.timedOut:

@@ -26,10 +26,13 @@ type runCase struct {
 	name   string
 	code   string
 	inputs string
-	// result is the expected JSON, "" for none.
+	// result is the expected exact JSON, "" for none.
 	result string
-	stdout string
-	stderr string
+	// repr and typ are the expected inspect form and type name; "" is
+	// not checked.
+	repr, typ string
+	stdout    string
+	stderr    string
 	// errType and errMessage are the expected error, "" for none;
 	// errMessage is a prefix.
 	errType    string
@@ -53,7 +56,13 @@ func (c runCase) check(t *testing.T) {
 	o, stdout, stderr := run(t, c.code, inputs, timeout)
 	elapsed := time.Since(start)
 	if string(o.Result) != c.result {
-		t.Errorf("result = %s, want %s", o.Result, c.result)
+		t.Errorf("result = %s, want %s (type %q, repr %q)", o.Result, c.result, o.ResultType, o.ResultRepr)
+	}
+	if c.repr != "" && o.ResultRepr != c.repr {
+		t.Errorf("repr = %q, want %q", o.ResultRepr, c.repr)
+	}
+	if c.typ != "" && o.ResultType != c.typ {
+		t.Errorf("type = %q, want %q", o.ResultType, c.typ)
 	}
 	if stdout != c.stdout {
 		t.Errorf("stdout = %q, want %q", stdout, c.stdout)
@@ -93,24 +102,35 @@ func TestResults(t *testing.T) {
 		{name: "number", code: "1+1", result: "2"},
 		{name: "string", code: "'a' + 'b'", result: `"ab"`},
 		{name: "object as JSON", code: "({a: 1, b: [1, 2], c: {d: null}})", result: `{"a":1,"b":[1,2],"c":{"d":null}}`},
-		{name: "class instance as JSON", code: "class P { constructor() { this.x = 1 } }; new P()", result: `{"x":1}`},
+		{name: "class instance as JSON", code: "class P { constructor() { this.x = 1 } }; new P()", result: "", typ: "P", repr: `P { x: 1 }`},
 		{name: "array", code: "[1, 'two', true]", result: `[1,"two",true]`},
 		{name: "null", code: "null", result: "null"},
-		{name: "undefined is no result", code: "undefined", result: ""},
-		{name: "declaration is no result", code: "let x = 1", result: ""},
+		{name: "undefined has no JSON", code: "undefined", result: "", typ: "undefined", repr: "undefined"},
+		{name: "a declaration completes with undefined", code: "let x = 1", result: "", typ: "undefined"},
 		{name: "last expression", code: "let x = 2; x * 21", result: "42"},
 		{name: "empty code", code: "", result: ""},
-		{name: "bigint", code: "10n ** 20n", result: `"100000000000000000000n"`},
-		{name: "symbol", code: "Symbol('s')", result: `"Symbol(s)"`},
-		{name: "function", code: "function foo() {}; foo", result: `"[Function: foo]"`},
-		{name: "class", code: "class K {}; K", result: `"[class K]"`},
-		{name: "arrow", code: "() => 1", result: `"[Function (anonymous)]"`},
-		{name: "NaN", code: "0/0", result: `"NaN"`},
-		{name: "Infinity", code: "-1/0", result: `"-Infinity"`},
-		{name: "map", code: "new Map([['a', 1]])", result: `"Map(1) { 'a' => 1 }"`},
-		{name: "cyclic", code: "const o = {a: 1}; o.self = o; o", result: `"<ref *1> { a: 1, self: [Circular *1] }"`},
-		{name: "bigint inside", code: "({n: 1n})", result: `"{ n: 1n }"`},
-		{name: "date", code: "new Date(0)", result: `"1970-01-01T00:00:00.000Z"`},
+		{name: "bigint", code: "10n ** 20n", result: `"100000000000000000000"`, typ: "BigInt", repr: `100000000000000000000n`},
+		{name: "symbol", code: "Symbol('s')", result: "", typ: "Symbol", repr: `Symbol(s)`},
+		{name: "function", code: "function foo() {}; foo", result: "", typ: "Function", repr: `[Function: foo]`},
+		{name: "class", code: "class K {}; K", result: "", typ: "Function", repr: `[class K]`},
+		{name: "arrow", code: "() => 1", result: "", typ: "Function", repr: `[Function (anonymous)]`},
+		{name: "NaN", code: "0/0", result: "", typ: "Number", repr: `NaN`},
+		{name: "Infinity", code: "-1/0", result: "", typ: "Number", repr: `-Infinity`},
+		{name: "map", code: "new Map([['a', 1]])", result: "", typ: "Map", repr: `Map(1) { 'a' => 1 }`},
+		{name: "cyclic", code: "const o = {a: 1}; o.self = o; o", result: "", typ: "Object", repr: `<ref *1> { a: 1, self: [Circular *1] }`},
+		{name: "bigint inside", code: "({n: 1n})", result: "", typ: "Object", repr: `{ n: 1n }`},
+		{name: "date", code: "new Date(0)", result: "", typ: "Date", repr: `1970-01-01T00:00:00.000Z`},
+		// Issue 21: what JSON cannot hold exactly has no JSON form, and is
+		// told by its type and inspect form, never by a string that reads
+		// like a string.
+		{name: "Uint8Array", code: "new Uint8Array([1, 2, 3])", result: "", typ: "Uint8Array", repr: "Uint8Array(3) [ 1, 2, 3 ]"},
+		{name: "Set", code: "new Set([1, 2])", result: "", typ: "Set", repr: "Set(2) { 1, 2 }"},
+		{name: "a string that looks like a Set is a string", code: "'Set(2) { 1, 2 }'", result: `"Set(2) { 1, 2 }"`, typ: "String", repr: "'Set(2) { 1, 2 }'"},
+		{name: "minus zero", code: "-0", result: "", typ: "Number", repr: "-0"},
+		{name: "small BigInt is a number", code: "5n", result: "5", typ: "BigInt", repr: "5n"},
+		{name: "negative big BigInt", code: "-(2n ** 64n)", result: `"-18446744073709551616"`, typ: "BigInt", repr: "-18446744073709551616n"},
+		{name: "a big Number is a number", code: "2 ** 64", result: "18446744073709552000", typ: "Number", repr: "18446744073709552000"},
+		{name: "null prototype object", code: "Object.assign(Object.create(null), {a: 1})", result: `{"a":1}`, typ: "Object"},
 		{name: "unicode", code: "'héllo ✓ 😀'", result: `"héllo ✓ 😀"`},
 		{name: "var is global", code: "var g = 5; globalThis.g", result: "5"},
 		{name: "functions are global", code: "function h() { return 3 }; globalThis.h()", result: "3"},
@@ -198,7 +218,7 @@ func TestErrors(t *testing.T) {
 func TestModernSyntax(t *testing.T) {
 	runCases(t, []runCase{
 		{name: "private fields", code: "class A { #x = 1; static #n = 2; get x() { return this.#x + A.#n } }; new A().x", result: "3"},
-		{name: "optional chaining", code: "const o = {a: null}; [o?.a?.b, o.z?.(), o?.a ?? 'd']", result: `[null,null,"d"]`},
+		{name: "optional chaining", code: "const o = {a: null}; [o?.a?.b, o.z?.(), o?.a ?? 'd']", result: "", typ: "Array", repr: `[ undefined, undefined, 'd' ]`},
 		{name: "bigint", code: "(2n ** 64n).toString()", result: `"18446744073709551616"`},
 		{name: "named groups", code: "'2024-05'.match(/(?<y>\\d+)-(?<m>\\d+)/).groups.m", result: `"05"`},
 		{name: "at", code: "[1, 2, 3].at(-1)", result: "3"},
@@ -224,19 +244,24 @@ func TestNoHostAccess(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	// The runtime names the time from its start to the deadline, which a
+	// busy machine shortens by the moments before Run began; the worker's
+	// answer names the configured limit (worker.run), so only the prefix is
+	// checked here.
+	const timedOut = "timeout: execution exceeded "
 	runCases(t, []runCase{
 		{name: "loop timeout", code: "while (true) {}", timeout: 300 * time.Millisecond,
-			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: "timeout: execution exceeded 300ms", maxElapsed: time.Second},
+			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: timedOut, maxElapsed: time.Second},
 		{name: "timeout in a caught loop", code: "for (;;) { try { while (true) {} } catch (e) {} }", timeout: 300 * time.Millisecond,
-			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: "timeout: execution exceeded 300ms", maxElapsed: time.Second},
+			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: timedOut, maxElapsed: time.Second},
 		{name: "timer past the deadline", code: "setTimeout(() => console.log('never'), 10000); console.log('now')", timeout: 200 * time.Millisecond,
-			stdout: "now\n", limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: "timeout: execution exceeded 200ms", maxElapsed: time.Second},
+			stdout: "now\n", limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: timedOut, maxElapsed: time.Second},
 		{name: "endless interval", code: "setInterval(() => {}, 1); 1", timeout: 200 * time.Millisecond,
 			result: "1", limit: runtimes.LimitTimeout, errType: "TimeoutError", maxElapsed: time.Second},
 		{name: "endless jobs", code: "while (true) await null", timeout: 300 * time.Millisecond,
 			limit: runtimes.LimitTimeout, errType: "TimeoutError", maxElapsed: time.Second},
 		{name: "awaited loop", code: "await (async () => { while (true) {} })()", timeout: 2 * time.Second,
-			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: "timeout: execution exceeded 2s", maxElapsed: 3 * time.Second},
+			limit: runtimes.LimitTimeout, errType: "TimeoutError", errMessage: timedOut, maxElapsed: 3 * time.Second},
 		{name: "memory bomb", code: "let a = []; while (true) a.push(new Array(1e6).fill(1))", timeout: 30 * time.Second,
 			limit: runtimes.LimitMemory, errType: "MemoryError", errMessage: "memory: limit of 256MiB reached"},
 		{name: "string bomb", code: "const s = 'x'.repeat(1 << 20); const a = []; while (true) a.push(s + a.length + s)", timeout: 30 * time.Second,

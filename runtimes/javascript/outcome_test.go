@@ -35,7 +35,7 @@ func TestOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := &instance{eng: e, memoryRefused: tt.memoryRefused}
-			o := in.outcome(start, nil, tt.jsErr, tt.trap)
+			o := in.outcome(start, renderedValue{}, tt.jsErr, tt.trap)
 			gotType := ""
 			if o.Error != nil {
 				gotType = o.Error.Type

@@ -41,6 +41,7 @@
   const MathFloor = Math.floor;
   const NumberIsFinite = Number.isFinite;
   const StringCtor = String;
+  const BigIntCtor = BigInt;
   const NumberCtor = Number;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
@@ -711,7 +712,7 @@
   // property access; whatever they (or anything else) throw while rendering
   // is caught, so rendering never fails the run.
 
-  const notJSON = {}; // thrown when JSON cannot show a value as it is
+  const notJSON = {}; // thrown when JSON cannot hold a value exactly
   // ownData returns the value of value's own data property key, or throws
   // notJSON for an accessor (JSON.stringify would call its getter).
   function ownData(value, key) {
@@ -722,52 +723,46 @@
   }
 
   // dataOf copies value's data into fresh objects that JSON.stringify can
-  // serialise without reaching any user code: primitives stay, a Date
-  // becomes its ISO string, a boxed primitive its primitive, what JSON
-  // leaves out (undefined, functions, symbols) becomes undefined, and
-  // objects and arrays become null-prototype copies of their own enumerable
-  // data properties, so that no toJSON can be found on them. It throws
-  // notJSON for what JSON.stringify would throw on (cycles, BigInt) or
-  // could only show by running the value's code (accessors). The native
-  // JSON.stringify then does the text, which is many times faster than
-  // building it here.
+  // serialise without reaching any user code, when JSON holds the value
+  // exactly: strings, finite numbers other than -0, booleans, null, and
+  // plain arrays and objects (prototype Array.prototype, Object.prototype
+  // or null) of such values, copied as null-prototype objects of their own
+  // enumerable data properties, so that no toJSON can be found on them. It
+  // throws notJSON for anything JSON would lose or change (undefined,
+  // functions, symbols, BigInt, NaN, a Date, a Map, an instance of a class,
+  // a hole in an array, a cycle) or could only show by running the value's
+  // code (accessors). The native JSON.stringify then does the text, which
+  // is many times faster than building it here.
   // itemOf is dataOf of value's own data property key; primitives, most
   // items, are handled here without the call.
   function itemOf(value, key, stack) {
     const desc = getOwnPropertyDescriptor(value, key);
-    if (desc === undefined) return undefined;
-    if (!hasOwn(desc, 'value')) throw notJSON;
+    if (desc === undefined || !hasOwn(desc, 'value')) throw notJSON;
     const item = desc.value;
     switch (typeof item) {
-      case 'string': case 'number': case 'boolean': return item;
-      case 'undefined': case 'function': case 'symbol': return undefined;
+      case 'string': case 'boolean': return item;
+      case 'number': if (exactNumber(item)) return item; throw notJSON;
       default: return dataOf(item, stack);
     }
   }
 
+  const exactNumber = (n) => NumberIsFinite(n) && !(n === 0 && 1 / n < 0);
+
   function dataOf(value, stack) {
     switch (typeof value) {
-      case 'string': case 'number': case 'boolean': return value;
-      case 'bigint': throw notJSON;
-      case 'undefined': case 'function': case 'symbol': return undefined;
-      default: break;
+      case 'string': case 'boolean': return value;
+      case 'number': if (exactNumber(value)) return value; throw notJSON;
+      case 'object': break;
+      default: throw notJSON;
     }
     if (value === null) return null;
     if (includes(stack, value)) throw notJSON;
     const proto = getPrototypeOf(value);
-    if (proto !== ObjectProto && proto !== ArrayProto && proto !== null) {
-      if (isDate(value)) {
-        const t = dateGetTime(value);
-        return t === t ? dateToISOString(value) : null;
-      }
-      if (brand(numberValueOf, value)) return numberValueOf(value);
-      if (brand(stringValueOf, value)) return stringValueOf(value);
-      if (brand(booleanValueOf, value)) return booleanValueOf(value);
-      if (brand(bigintValueOf, value)) throw notJSON;
-    }
+    const array = proto === ArrayProto && isArray(value);
+    if (!array && proto !== ObjectProto && proto !== null) throw notJSON;
     push(stack, value);
     let copy;
-    if (isArray(value)) {
+    if (array) {
       const length = ownData(value, 'length');
       copy = setPrototypeOf([], null);
       for (let i = 0; i < length; i++) copy[i] = itemOf(value, i, stack);
@@ -780,57 +775,73 @@
     return copy;
   }
 
-  // render returns the result as JSON text, or '' for no result (undefined).
-  // Data JSON can hold comes back as JSON.stringify would give it, except
-  // that toJSON is not called (a Date gives its ISO string). Anything else
-  // comes back as a JSON string of its inspect form, as console.log shows
-  // it: BigInt (123n), symbols, functions, non-finite numbers ("NaN"), Map,
-  // Set, WeakMap, WeakSet, errors, regular expressions, and objects that
-  // are cyclic, hold a BigInt, or have a getter. (A promise never gets
-  // here: the host waits for it, or renders it with renderPromise.)
-  function render(value) {
+  // A BigInt within ±2^53 is a JSON number; beyond, its decimal string, so
+  // that no reader loses digits.
+  const maxSafeBig = BigIntCtor(2) ** BigIntCtor(53);
+
+  // exactJSON returns value as JSON text where JSON holds it exactly, else
+  // undefined.
+  function exactJSON(value) {
+    if (typeof value === 'bigint') {
+      const digits = StringCtor(value);
+      return value <= maxSafeBig && value >= -maxSafeBig ? digits : jsonStringify(digits);
+    }
     try {
-      return renderValue(value);
-    } catch {
-      try {
-        return jsonStringify(inspect(value));
-      } catch {
-        return jsonStringify(`[${typeof value} that cannot be shown: rendering it threw]`);
-      }
+      return jsonStringify(dataOf(value, []));
+    } catch (e) {
+      if (e !== notJSON) throw e;
+      return undefined;
     }
   }
 
-  function renderValue(value) {
+  // typeName names value's type: its constructor's name (Array, Map,
+  // Date, Uint8Array, a class), the wrapper's name for a primitive
+  // (Number, String, Boolean, BigInt, Symbol), null or undefined.
+  function typeName(value) {
     switch (typeof value) {
-      case 'undefined':
-        return '';
-      case 'number':
-        return NumberIsFinite(value) ? jsonStringify(value) : jsonStringify(StringCtor(value));
-      case 'bigint': case 'symbol': case 'function':
-        return jsonStringify(inspect(value));
-      default:
-        break;
+      case 'undefined': return 'undefined';
+      case 'number': return 'Number';
+      case 'string': return 'String';
+      case 'boolean': return 'Boolean';
+      case 'bigint': return 'BigInt';
+      case 'symbol': return 'Symbol';
+      default: break;
     }
-    if (value !== null && typeof value === 'object' &&
-        (isMap(value) || isSet(value) || isWeak(value) || isRegExp(value) || errorIsError(value))) {
-      return jsonStringify(inspect(value));
-    }
-    try {
-      const json = jsonStringify(dataOf(value, []));
-      if (json !== undefined) return json;
-    } catch (e) {
-      if (e !== notJSON) throw e;
-    }
-    return jsonStringify(inspect(value));
+    if (value === null) return 'null';
+    const name = ctorName(value);
+    return name === null ? 'Object' : name;
+  }
+
+  // rendered is the JSON text Run reads: the type's name, the inspect
+  // form, and the exact JSON when there is one.
+  function rendered(type, repr, json) {
+    return '{"type":' + jsonStringify(type) + ',"repr":' + jsonStringify(repr) +
+      (json === undefined ? '' : ',"json":' + json) + '}';
+  }
+
+  // render renders the result: its type, what node's REPL shows for it
+  // (util.inspect), and its JSON where JSON holds it exactly. Nothing of
+  // the value's own code runs (no toJSON, getter, valueOf or toString);
+  // whatever a Proxy's traps throw is caught, so rendering never fails the
+  // run. (A promise never gets here: the host waits for it, or renders it
+  // with renderPromise.)
+  function render(value) {
+    let type = typeof value;
+    let repr;
+    let json;
+    try { type = typeName(value); } catch { /* keep typeof */ }
+    try { repr = inspect(value); } catch { repr = `[${typeof value} that cannot be shown: rendering it threw]`; }
+    try { json = exactJSON(value); } catch { json = undefined; }
+    return rendered(type, repr, json);
   }
 
   // renderPromise renders a promise the code left unawaited, given the
   // state the host found it in (0 pending, 2 rejected) and its reason.
   function renderPromise(state, reason) {
-    if (state !== 2) return jsonStringify('Promise { <pending> }');
+    if (state !== 2) return rendered('Promise', 'Promise { <pending> }');
     let shown;
     try { shown = inspect(reason); } catch { shown = `[${typeof reason}]`; }
-    return jsonStringify(`Promise { <rejected> ${shown} }`);
+    return rendered('Promise', `Promise { <rejected> ${shown} }`);
   }
 
   // describe returns {type, message, traceback} as JSON for a thrown value.

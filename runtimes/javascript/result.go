@@ -1,6 +1,10 @@
 package javascript
 
-import "capsule/runtimes"
+import (
+	"encoding/json"
+
+	"capsule/runtimes"
+)
 
 // The result of a run is the value the code left as its last expression
 // (its completion value). lastValue waits for it only when it is a native
@@ -9,8 +13,17 @@ import "capsule/runtimes"
 // which is a value like any other. How the value is rendered is prelude.js's
 // render; README.md and the tool description say the same.
 
-// lastValue settles v (a JSValue*) and renders it as JSON text, "" for no
-// result:
+// renderedValue is what the prelude's render functions return: the
+// value's type name, its inspect form, and its JSON where JSON holds it
+// exactly.
+type renderedValue struct {
+	Type string          `json:"type"`
+	Repr string          `json:"repr"`
+	JSON json.RawMessage `json:"json"`
+}
+
+// lastValue settles v (a JSValue*) and renders it (renderedValue as JSON
+// text), "" for no result:
 //   - not a promise: v itself;
 //   - a promise that fulfils: its value;
 //   - a promise that rejects with no handler attached: the run's error,

@@ -194,18 +194,60 @@ if _after_import:
 _reserve = bytearray(1 << 20)
 
 
+# --- The result, rendered as the REPL shows it and as exact JSON where the
+# value maps: json.dumps alone would turn a set, a Decimal or a datetime
+# into a string that reads like the string it is not, a tuple into a list,
+# int keys into strings, and give JavaScript readers of ints past 2**53 the
+# wrong digits.
+_SAFE_INT = 2**53
+_MAX_DEPTH = 100
+_INF = float("inf")
+
+
+class _Inexact(Exception):
+    pass
+
+
+def _exact(v, depth):
+    """v as a JSON-ready value made only of dict (str keys), list, str, int,
+    finite float, bool and None, tuples as lists, ints beyond +-2**53 as
+    decimal strings; _Inexact when it has anything else."""
+    t = type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return v if -_SAFE_INT <= v <= _SAFE_INT else str(v)
+    if t is float:
+        if v != v or v == _INF or v == -_INF:
+            raise _Inexact
+        return v
+    if depth >= _MAX_DEPTH:
+        raise _Inexact
+    if t is list or t is tuple:
+        return [_exact(e, depth + 1) for e in v]
+    if t is dict:
+        out = {}
+        for k, e in v.items():
+            if type(k) is not str:
+                raise _Inexact
+            out[k] = _exact(e, depth + 1)
+        return out
+    raise _Inexact
+
+
 def _render(value):
-    """JSON text of the value: itself when JSON can express it, otherwise a
-    JSON string of its repr."""
+    """The result's report fields: its JSON text where it maps exactly,
+    its type's name, and its repr."""
+    rendered = {"result_type": type(value).__qualname__}
     try:
-        return _dumps(value)
-    except Exception:
-        pass
-    try:
-        text = repr(value)
+        rendered["result_repr"] = repr(value)
     except BaseException:
-        text = "<unrepresentable %s object>" % type(value).__name__
-    return _dumps(text)
+        rendered["result_repr"] = "<unrepresentable %s object>" % type(value).__name__
+    try:
+        rendered["result"] = _dumps(_exact(value, 0))
+    except (_Inexact, RecursionError, MemoryError):
+        pass
+    return rendered
 
 
 def _type_name(exc):
@@ -296,9 +338,9 @@ def _run(code, inputs, has_inputs):
                 r = await r
             return r
 
-        return asyncio.run(both())
+        return expr is not None, asyncio.run(both())
     eval(body, ns)
-    return None if expr is None else eval(expr, ns)
+    return (False, None) if expr is None else (True, eval(expr, ns))
 
 
 def _flush():
@@ -338,14 +380,14 @@ def _main():
 
     report = {"exit": 0}
     try:
-        value = _run(code, inputs, has_inputs)
+        has_value, value = _run(code, inputs, has_inputs)
     except SystemExit as exc:
         report["exit"] = _exit_code(exc)
     except BaseException as exc:
         report["error"] = _error(exc)
     else:
-        if value is not None:
-            report["result"] = _render(value)
+        if has_value:
+            report.update(_render(value))
     _flush()
     _send_report(report)
     _exit(0)

@@ -587,7 +587,8 @@ func (in *instance) outcome() runtimes.Outcome {
 
 // reportOutcome turns the bootstrap's report into the outcome.
 func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
-	out := runtimes.Outcome{Result: rep.Result, Error: rep.Error, ExitCode: rep.Exit, Limit: rep.Limit}
+	out := runtimes.Outcome{Result: rep.Result, ResultType: rep.ResultType, ResultRepr: rep.ResultRepr,
+		Error: rep.Error, ExitCode: rep.Exit, Limit: rep.Limit}
 	// Near the cap CPython may also fail an allocation without setting
 	// MemoryError (deep recursion reports "SystemError: error return
 	// without exception set"): at the cap, the cap is the cause.
@@ -656,9 +657,14 @@ func (in *instance) Close(ctx context.Context) error {
 
 // report is the bootstrap's message on the result channel.
 type report struct {
-	Result json.RawMessage     `json:"result,omitempty"`
-	Error  *runtimes.ErrorInfo `json:"error,omitempty"`
-	Exit   int                 `json:"exit"`
+	// Result is the last expression's value as JSON where it maps
+	// exactly; ResultType and ResultRepr are set whenever there was a last
+	// expression.
+	Result     json.RawMessage     `json:"result,omitempty"`
+	ResultType string              `json:"result_type,omitempty"`
+	ResultRepr string              `json:"result_repr,omitempty"`
+	Error      *runtimes.ErrorInfo `json:"error,omitempty"`
+	Exit       int                 `json:"exit"`
 	// Limit is "output" when the bootstrap replaced a too-large result.
 	Limit string `json:"limit,omitempty"`
 }
@@ -676,10 +682,10 @@ func decodeReport(b []byte) (report, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return report{}, errors.New("trailing data after the report")
 	}
-	if rep.Result != nil && (bytes.Equal(rep.Result, []byte("null")) || !json.Valid(rep.Result)) {
-		return report{}, errors.New("invalid result value")
+	if err := runtimes.CheckResult(rep.Result, rep.ResultType, rep.ResultRepr); err != nil {
+		return report{}, err
 	}
-	if rep.Error != nil && rep.Result != nil {
+	if rep.Error != nil && rep.ResultType != "" {
 		return report{}, errors.New("report has both a result and an error")
 	}
 	if rep.Limit != "" && (rep.Limit != runtimes.LimitOutput || rep.Error == nil) {

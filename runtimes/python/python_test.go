@@ -138,8 +138,20 @@ func TestRun(t *testing.T) {
 		if r.Error != nil {
 			t.Fatalf("unexpected error %+v\nstderr: %s", *r.Error, r.stderr)
 		}
-		if r.Result != nil {
-			t.Fatalf("result = %s, want none", r.Result)
+		if r.Result != nil || r.ResultType != "" || r.ResultRepr != "" {
+			t.Fatalf("result = %s (type %q, repr %q), want none", r.Result, r.ResultType, r.ResultRepr)
+		}
+	}
+	// valueIs checks all three parts of a result; json "" is none.
+	valueIs := func(json, typ, repr string) check {
+		return func(t *testing.T, r result) {
+			t.Helper()
+			if r.Error != nil {
+				t.Fatalf("unexpected error %+v\nstderr: %s", *r.Error, r.stderr)
+			}
+			if string(r.Result) != json || r.ResultType != typ || r.ResultRepr != repr {
+				t.Fatalf("result = %s, type %q, repr %q; want %s, %q, %q", r.Result, r.ResultType, r.ResultRepr, json, typ, repr)
+			}
 		}
 	}
 	errorIs := func(typ, msgContains string, tbContains ...string) check {
@@ -194,16 +206,29 @@ func TestRun(t *testing.T) {
 		// Results.
 		{"expression", "1+1", "", []check{resultIs("2")}},
 		{"statement only", "x = 1", "", []check{noResult}},
-		{"none", "None", "", []check{noResult}},
-		{"print is no result", "print('hi')", "", []check{noResult, stdoutIs("hi\n")}},
+		{"none is a result", "None", "", []check{valueIs("null", "NoneType", "None")}},
+		{"print returns None", "print('hi')", "", []check{valueIs("null", "NoneType", "None"), stdoutIs("hi\n")}},
 		{"dict", "data = [12000, 18900.5, 20000.5]\n{'average': round(sum(data)/len(data), 2), 'n': len(data)}", "",
 			[]check{resultIs(`{"average": 16967.0, "n": 3}`)}},
 		{"string", "'h' + 'i'", "", []check{resultIs(`"hi"`)}},
 		{"nested", "[1, [2.5, None, True], {'a': 'b'}]", "", []check{resultIs(`[1, [2.5, null, true], {"a": "b"}]`)}},
-		{"repr fallback", "{1, 2}", "", []check{resultIs(`"{1, 2}"`)}},
-		{"bytes repr", "b'ab'", "", []check{resultIs(`"b'ab'"`)}},
-		{"nan repr", "float('nan')", "", []check{resultIs(`"nan"`)}},
-		{"object repr", "class P:\n    def __repr__(self): return 'P!'\nP()", "", []check{resultIs(`"P!"`)}},
+		{"a set has no JSON", "{1, 2}", "", []check{valueIs("", "set", "{1, 2}")}},
+		{"a string that reads like a set is a string", "'{1, 2}'", "", []check{valueIs(`"{1, 2}"`, "str", "'{1, 2}'")}},
+		{"frozenset", "frozenset([1])", "", []check{valueIs("", "frozenset", "frozenset({1})")}},
+		{"Decimal", "import decimal\ndecimal.Decimal('0.1')", "", []check{valueIs("", "Decimal", "Decimal('0.1')")}},
+		{"tuple is an array", "(1, 'x', (2,))", "", []check{valueIs(`[1, "x", [2]]`, "tuple", "(1, 'x', (2,))")}},
+		{"int keys have no JSON", "{1: 'a'}", "", []check{valueIs("", "dict", "{1: 'a'}")}},
+		{"big int as its digits", "2**64", "", []check{valueIs(`"18446744073709551616"`, "int", "18446744073709551616")}},
+		{"huge int", "-10**40", "", []check{valueIs(`"-10000000000000000000000000000000000000000"`, "int", "-10000000000000000000000000000000000000000")}},
+		{"2**53 is still a number", "2**53", "", []check{valueIs("9007199254740992", "int", "9007199254740992")}},
+		{"big int inside", "{'n': 2**64, 'm': 1}", "", []check{valueIs(`{"n": "18446744073709551616", "m": 1}`, "dict", "{'n': 18446744073709551616, 'm': 1}")}},
+		{"bool is not an int", "True", "", []check{valueIs("true", "bool", "True")}},
+		{"infinity has no JSON", "[1e400]", "", []check{valueIs("", "list", "[inf]")}},
+		{"a cycle has no JSON", "a = [1]\na.append(a)\na", "", []check{valueIs("", "list", "[1, [...]]")}},
+		{"bytes escapes are single", "b'\\x00\\\\'", "", []check{valueIs("", "bytes", `b'\x00\\'`)}},
+		{"bytes repr", "b'ab'", "", []check{valueIs("", "bytes", "b'ab'")}},
+		{"nan repr", "float('nan')", "", []check{valueIs("", "float", "nan")}},
+		{"object repr", "class P:\n    def __repr__(self): return 'P!'\nP()", "", []check{valueIs("", "P", "P!")}},
 		{"main module", "__name__", "", []check{resultIs(`"__main__"`)}},
 		{"fresh namespace", "sorted(k for k in globals() if not k.startswith('__'))", "", []check{resultIs(`[]`)}},
 		{"last expression after loop", "t = 0\nfor i in range(10):\n    t += i\nt", "", []check{resultIs("45")}},
@@ -264,7 +289,7 @@ asyncio.run(main())`, "", []check{resultIs(`[0, 1, 2, "timeout"]`)}},
 		{"sqlite3", "import sqlite3\nc = sqlite3.connect(':memory:')\nc.execute('create table t(x)')\nc.executemany('insert into t values (?)', [(1,), (2,)])\nc.execute('select sum(x) from t').fetchone()[0]", "", []check{resultIs("3")}},
 		{"zlib", "import zlib\nzlib.decompress(zlib.compress(b'abc' * 100)) == b'abc' * 100", "", []check{resultIs("true")}},
 		{"decimal", "from decimal import Decimal\nstr(Decimal('0.1') + Decimal('0.2'))", "", []check{resultIs(`"0.3"`)}},
-		{"datetime", "import datetime\ndatetime.date(2024, 2, 28) + datetime.timedelta(days=1)", "", []check{resultIs(`"datetime.date(2024, 2, 29)"`)}},
+		{"datetime", "import datetime\ndatetime.date(2024, 2, 28) + datetime.timedelta(days=1)", "", []check{valueIs("", "date", "datetime.date(2024, 2, 29)")}},
 		{"hashlib", "import hashlib\nhashlib.sha256(b'abc').hexdigest()[:16]", "", []check{resultIs(`"ba7816bf8f01cfea"`)}},
 		{"re", "import re\nre.findall(r'\\d+', 'a1b22c333')", "", []check{resultIs(`["1", "22", "333"]`)}},
 		{"statistics", "import statistics\nstatistics.median([3, 1, 2])", "", []check{resultIs("2")}},
@@ -378,7 +403,11 @@ func TestDecodeReport(t *testing.T) {
 		want    report
 		wantErr bool
 	}{
-		{"result", `{"result": {"a": 1}, "exit": 0}`, report{Result: json.RawMessage(`{"a": 1}`)}, false},
+		{"result", `{"result": {"a": 1}, "result_type": "dict", "result_repr": "{'a': 1}", "exit": 0}`,
+			report{Result: json.RawMessage(`{"a": 1}`), ResultType: "dict", ResultRepr: "{'a': 1}"}, false},
+		{"result without JSON", `{"result_type": "set", "result_repr": "{1}", "exit": 0}`, report{ResultType: "set", ResultRepr: "{1}"}, false},
+		{"result without a type", `{"result": 1, "exit": 0}`, report{}, true},
+		{"repr without a type", `{"result_repr": "1", "exit": 0}`, report{}, true},
 		{"error", `{"error": {"type": "E", "message": "m", "traceback": "t"}, "exit": 0}`,
 			report{Error: &runtimes.ErrorInfo{Type: "E", Message: "m", Traceback: "t"}}, false},
 		{"exit", `{"exit": 3}`, report{Exit: 3}, false},

@@ -51,11 +51,12 @@ func (n Name) String() string {
 
 // Maker runs a snapshot worker for name that writes the interpreter
 // snapshot into snapshot, an empty memfd, and returns once the worker has
-// exited. code is the compiled image: an empty memfd the worker writes it
-// into, or for a variant its language's sealed one, which the worker loads
-// the module from. key is what the worker stamps the snapshot with. It
-// must give up when ctx ends.
-type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) error
+// exited, with the CPU time it used. code is the compiled image: an empty
+// memfd the worker writes it into (compiling the module is then nearly all
+// of the CPU), or for a variant its language's sealed one, which the worker
+// loads the module from. key is what the worker stamps the snapshot with.
+// It must give up when ctx ends.
+type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) (cpu time.Duration, err error)
 
 // Options configure a Cache.
 type Options struct {
@@ -281,10 +282,19 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 			c.remove(n + macSuffix)
 		}
 	}
-	files, err := c.make(name, key, base)
+	// The one slow step of a first start: tell whoever watches stderr.
+	c.opts.Log.Info(preparing(name), name.logArgs("cache", c.dirOrNone())...)
+	start := time.Now()
+	files, cpu, err := c.make(name, key, base)
 	if err != nil {
 		return nil, false, err
 	}
+	madeAt := time.Now()
+	defer func() {
+		c.opts.Log.Info("runtime prepared", name.logArgs("duration_ms", millis(time.Since(start)),
+			"worker_ms", millis(madeAt.Sub(start)), "worker_cpu_ms", millis(cpu),
+			"store_and_seal_ms", millis(time.Since(madeAt)))...)
+	}()
 	for i, f := range files {
 		if c.dir != nil {
 			if err := storeImage(f, int(c.dir.Fd()), names[i], c.key); err != nil {
@@ -339,15 +349,16 @@ func (c *Cache) read(names []string) ([]*os.File, error) {
 }
 
 // make runs a snapshot worker that writes the snapshot, and the compiled
-// image unless base has it, into new memfds.
-func (c *Cache) make(name Name, key string, base *Snapshot) ([]*os.File, error) {
+// image unless base has it, into new memfds, and returns them with the
+// worker's CPU time.
+func (c *Cache) make(name Name, key string, base *Snapshot) ([]*os.File, time.Duration, error) {
 	kinds := ownFiles(name)
 	files := make([]*os.File, len(kinds))
 	for i, a := range kinds {
 		f, err := newMemfd("capsule-" + a + name.String())
 		if err != nil {
 			closeFiles(files)
-			return nil, err
+			return nil, 0, err
 		}
 		files[i] = f
 	}
@@ -358,11 +369,12 @@ func (c *Cache) make(name Name, key string, base *Snapshot) ([]*os.File, error) 
 	}
 	ctx, cancel := context.WithTimeout(parent, makeTimeout)
 	defer cancel()
-	if err := c.opts.Make(ctx, name, key, files[0], code); err != nil {
+	cpu, err := c.opts.Make(ctx, name, key, files[0], code)
+	if err != nil {
 		closeFiles(files)
-		return nil, fmt.Errorf("snapshot worker: %w", err)
+		return nil, 0, fmt.Errorf("snapshot worker: %w", err)
 	}
-	return files, nil
+	return files, cpu, nil
 }
 
 // codeOr is the compiled image a snapshot worker gets: base's, sealed,
@@ -372,4 +384,34 @@ func (base *Snapshot) codeOr(files []*os.File) *os.File {
 		return base.Code
 	}
 	return files[1]
+}
+
+// logArgs are the log fields that name an entry, followed by more.
+func (n Name) logArgs(more ...any) []any {
+	args := []any{"language", n.Language}
+	if n.Variant != "" {
+		args = append(args, "variant", n.Variant)
+	}
+	return append(args, more...)
+}
+
+// dirOrNone names the cache directory for the log.
+func (c *Cache) dirOrNone() string {
+	if c.dir == nil {
+		return "none (neither XDG_CACHE_HOME nor HOME is set): every start prepares it again"
+	}
+	return c.dir.Name()
+}
+
+// millis is d in milliseconds, as the logs give durations.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// preparing is the log line that says name's entry is being made: the
+// slow step of a first start for a plain entry (it compiles the module),
+// of a variant's first call for a variant (it imports the packages).
+func preparing(n Name) string {
+	if n.Variant != "" {
+		return "preparing a snapshot variant: starting the interpreter and importing its packages, once per binary; later starts reuse the cache"
+	}
+	return "preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; later starts reuse the cache"
 }

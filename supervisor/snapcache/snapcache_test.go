@@ -65,29 +65,29 @@ func (h *harness) open(t *testing.T) (*Cache, error) {
 		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
 		MaxBytes: 1 << 20,
 		Log:      hclog.NewNullLogger(),
-		Make: func(_ context.Context, n Name, key string, image, code *os.File) error {
+		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.made[n]++
 			if h.failing[n] {
-				return errors.New("failed on purpose")
+				return 0, errors.New("failed on purpose")
 			}
 			files := []*os.File{image, code}
 			if n.Variant != "" {
 				// A variant's worker loads its language's compiled image.
 				b, err := io.ReadAll(io.NewSectionReader(code, 0, 1<<30))
 				if err != nil {
-					return err
+					return 0, err
 				}
 				h.gotCode, files = b, files[:1]
 			}
 			for i, f := range files {
 				if _, err := f.WriteAt(fakeImage(key, i), 0); err != nil {
-					return err
+					return 0, err
 				}
 			}
-			return nil
+			return 0, nil
 		},
 	})
 }
@@ -537,10 +537,10 @@ func TestCloseWhileMaking(t *testing.T) {
 	c, err := Open(Options{
 		Dir: h.dir, Root: h.root, MaxBytes: 1 << 20, Log: hclog.NewNullLogger(), Stopped: stopped,
 		Key: func(n Name) (string, error) { return n.String(), nil },
-		Make: func(ctx context.Context, n Name, key string, image, code *os.File) error {
+		Make: func(ctx context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			close(entered)
 			<-ctx.Done()
-			return ctx.Err()
+			return 0, ctx.Err()
 		},
 	})
 	if err != nil {

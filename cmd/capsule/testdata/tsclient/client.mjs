@@ -1,37 +1,68 @@
-// Drives capsule through the MCP TypeScript SDK's client, as an MCP host
-// would, for the end-to-end tests (tsclient_e2e_test.go).
+// An MCP host written with the TypeScript SDK, for the end-to-end tests:
+// it connects to capsule over stdio or Streamable HTTP, runs the steps it
+// is given and prints what it saw as one JSON object.
 //
-//   node client.mjs stdio CAPSULE [ARG...]   starts CAPSULE ARG... and speaks stdio
-//   node client.mjs http URL                  speaks Streamable HTTP to URL
+//   node client.mjs '{"transport": "stdio", "command": "...", "args": [...],
+//                     "steps": [{"op": "call", "name": "...", "arguments": {...}}]}'
 //
-// It reads a JSON array of tool calls, [{"name": ..., "arguments": ...}],
-// on stdin, makes them one after the other, and prints a JSON array of the
-// results (or {"error": message} for a call the client itself failed) on
-// stdout. The SDK's client checks each result's structuredContent against
-// the tool's outputSchema.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// Steps: info (server info, capabilities, instructions), list (tools),
+// call, cancel (a call aborted after after_ms), setLevel, wait (ms).
+// Every error the SDK reports through onerror is collected in "errors",
+// every notifications/message in "logs".
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const [mode, target, ...args] = process.argv.slice(2);
-const transport = mode === 'stdio'
-  ? new StdioClientTransport({ command: target, args, stderr: 'inherit' })
-  : new StreamableHTTPClientTransport(new URL(target));
+const spec = JSON.parse(process.argv[2]);
+const out = { steps: [], errors: [], logs: [] };
 
-let input = '';
-for await (const chunk of process.stdin) input += chunk;
-const calls = JSON.parse(input);
+const client = new Client({ name: "capsule-ts-e2e", version: "1" }, { capabilities: {} });
+client.onerror = (e) => out.errors.push(String(e && e.message ? e.message : e));
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { out.logs.push(n.params); });
 
-const client = new Client({ name: 'capsule-e2e-tsclient', version: '1' });
-await client.connect(transport);
-await client.listTools(); // the SDK learns the output schemas it validates against
-const results = [];
-for (const call of calls) {
-  try {
-    results.push(await client.callTool(call, undefined, { timeout: 90000 }));
-  } catch (e) {
-    results.push({ error: String(e && e.message || e) });
+const transport = spec.transport === "http"
+  ? new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers || {} } })
+  : new StdioClientTransport({ command: spec.command, args: spec.args || [], env: { ...process.env, ...(spec.env || {}) }, stderr: "ignore" });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function step(s) {
+  switch (s.op) {
+    case "info":
+      return { server: client.getServerVersion(), capabilities: client.getServerCapabilities(), instructions: client.getInstructions() };
+    case "list":
+      return (await client.listTools()).tools;
+    case "call":
+      return await client.callTool({ name: s.name, arguments: s.arguments }, undefined, { timeout: 120000 });
+    case "cancel": {
+      const ac = new AbortController();
+      const p = client.callTool({ name: s.name, arguments: s.arguments }, undefined, { signal: ac.signal, timeout: 120000 });
+      setTimeout(() => ac.abort("cancelled by the test"), s.after_ms);
+      try { await p; return { aborted: false }; } catch (e) { await sleep(s.settle_ms || 1000); return { aborted: true, message: String(e.message || e) }; }
+    }
+    case "setLevel":
+      return await client.setLoggingLevel(s.level);
+    case "wait":
+      await sleep(s.ms);
+      return {};
+    default:
+      throw new Error("unknown step " + s.op);
   }
 }
-await client.close();
-process.stdout.write(JSON.stringify(results));
+
+try {
+  await client.connect(transport);
+  for (const s of spec.steps) {
+    try {
+      out.steps.push({ ok: await step(s) });
+    } catch (e) {
+      out.steps.push({ error: String(e && e.message ? e.message : e) });
+    }
+  }
+} catch (e) {
+  out.connectError = String(e && e.message ? e.message : e);
+}
+await client.close().catch(() => {});
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(0);

@@ -1,4 +1,4 @@
-package supervisor
+package transport
 
 import (
 	"bytes"
@@ -145,6 +145,63 @@ func TestStdioGuardWaitsForRunningCallsAtEOF(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("no EOF")
+			}
+		})
+	}
+}
+
+func TestStdioGuardBatchesAndNullIDs(t *testing.T) {
+	initialize := func(version string) string {
+		return `{"jsonrpc":"2.0","id":0,"method":"initialize"}` + "\n"
+	}
+	tests := []struct {
+		name, version, line string
+		wantRead            string   // what the server reads after initialize
+		answers             []string // the server's responses, written after the read
+		wantOut             string   // what the client gets after initialize's answer
+	}{
+		{name: "batch under 2025-03-26", version: "2025-03-26",
+			line:     `[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"n"},` + "\t" + `{"jsonrpc":"2.0","id":2,"method":"b"}]`,
+			wantRead: `{"jsonrpc":"2.0","id":1,"method":"a"}` + "\n" + `{"jsonrpc":"2.0","method":"n"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"b"}` + "\n",
+			answers:  []string{`{"jsonrpc":"2.0","id":2,"result":"B"}`, `{"jsonrpc":"2.0","id":1,"result":"A"}`},
+			wantOut:  `[{"jsonrpc":"2.0","id":2,"result":"B"},{"jsonrpc":"2.0","id":1,"result":"A"}]` + "\n"},
+		{name: "batch under 2025-11-25", version: "2025-11-25", line: `[{"jsonrpc":"2.0","id":1,"method":"a"}]`,
+			wantOut: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"` + noBatches("2025-11-25") + `"}}` + "\n"},
+		{name: "batch of junk", version: "2025-03-26", line: `[1, 2]`,
+			wantOut: `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a batch element is not a JSON-RPC message"}},{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"a batch element is not a JSON-RPC message"}}]` + "\n"},
+		{name: "null id", version: "2025-11-25", line: `{"jsonrpc":"2.0","id":null,"method":"tools/call"}`,
+			wantOut: string(errorResponse(nil, codeInvalidRequest, nullIDError)) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out lockedBuffer
+			g := NewStdioGuard(strings.NewReader(initialize(tt.version)+tt.line+"\n"), &out, 1<<20, time.Second)
+			buf := make([]byte, 4096)
+			n, _ := g.Read(buf) // initialize
+			if !strings.Contains(string(buf[:n]), "initialize") {
+				t.Fatalf("read %q first", buf[:n])
+			}
+			g.Write([]byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"` + tt.version + `"}}` + "\n"))
+			before := out.Len()
+			var read bytes.Buffer
+			for read.Len() < len(tt.wantRead) || tt.wantRead == "" {
+				n, err := g.Read(buf)
+				if err == io.EOF && tt.wantRead == "" {
+					break
+				}
+				if err != nil {
+					t.Fatalf("read %q, then %v", read.String(), err)
+				}
+				read.Write(buf[:n])
+			}
+			if read.String() != tt.wantRead {
+				t.Errorf("the server read %q, want %q", read.String(), tt.wantRead)
+			}
+			for _, a := range tt.answers {
+				g.Write([]byte(a + "\n"))
+			}
+			if got := out.String()[before:]; got != tt.wantOut {
+				t.Errorf("the client got %q, want %q", got, tt.wantOut)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
-package supervisor
+package transport
 
 import (
+	"capsule/supervisor"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -471,7 +472,7 @@ func TestResolveToken(t *testing.T) {
 			}
 			o := DefaultServeOptions()
 			o.HTTP, o.AuthTokenFile = c.http, c.file
-			err := o.Resolve(DefaultConfig())
+			err := o.Resolve(supervisor.DefaultConfig())
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error = %v, want one mentioning %q", err, c.wantErr)
@@ -489,7 +490,7 @@ func TestResolveToken(t *testing.T) {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := supervisor.DefaultConfig()
 	cfg.MaxConcurrency = 3
 	cfg.Limits.MaxCode = 2 << 20
 	o := DefaultServeOptions()
@@ -499,8 +500,8 @@ func TestResolveDefaults(t *testing.T) {
 	if o.MaxClientConcurrency != 6 {
 		t.Errorf("MaxClientConcurrency = %d, want 2 × 3", o.MaxClientConcurrency)
 	}
-	if want := Size(5<<20 + (8<<20+2)/3*4); o.MaxRequestBody != want {
-		t.Errorf("MaxRequestBody = %s, want 2 × 2MiB + 4/3 × 8MiB + 1MiB = %s", o.MaxRequestBody, want)
+	if want := supervisor.Size(11<<20 + (8<<20+2)/3*4); o.MaxRequestBody != want {
+		t.Errorf("MaxRequestBody = %s, want 5 × 2MiB + 4/3 × 8MiB + 1MiB = %s", o.MaxRequestBody, want)
 	}
 	if o.ShutdownGrace != 10*time.Second {
 		t.Errorf("ShutdownGrace = %v, want 10s", o.ShutdownGrace)
@@ -541,28 +542,6 @@ func TestCheckExposure(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), AuthTokenEnv) {
 			t.Errorf("the refusal %q does not say how to fix it", err)
-		}
-	}
-}
-
-func TestReady(t *testing.T) {
-	warm, cold := make(chan struct{}), make(chan struct{})
-	close(warm)
-	cases := []struct {
-		name     string
-		pools    map[string]*pool
-		draining bool
-		want     bool
-	}{
-		{"no pools", nil, false, true},
-		{"all warm", map[string]*pool{"a": {warm: warm}, "b": {warm: warm}}, false, true},
-		{"one cold", map[string]*pool{"a": {warm: warm}, "b": {warm: cold}}, false, false},
-		{"draining", map[string]*pool{"a": {warm: warm}}, true, false},
-	}
-	for _, c := range cases {
-		s := &Supervisor{pools: c.pools, draining: c.draining}
-		if got := s.Ready(); got != c.want {
-			t.Errorf("%s: Ready() = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -1,6 +1,9 @@
-package supervisor
+package transport
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,5 +132,83 @@ func TestCORS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// echoMCP is an MCP stand-in that answers every request with its id and
+// method, and a notification with 202.
+var echoMCP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var m message
+	b, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(b, &m) != nil || !m.isRequest() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"method":%q}}`, m.ID, m.Method)
+})
+
+func TestHTTPBatchesAndNullIDs(t *testing.T) {
+	o := testOptions()
+	h := o.handler(echoMCP, func() bool { return true }, hclog.NewNullLogger())
+	tests := []struct {
+		name, version, body string
+		status              int
+		want                string // the body, exactly, when not empty
+		contains            string
+	}{
+		{name: "batch under 2025-03-26", version: "2025-03-26",
+			body:   `[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"x","method":"b"}]`,
+			status: http.StatusOK, want: `[{"jsonrpc":"2.0","id":1,"result":{"method":"a"}},{"jsonrpc":"2.0","id":"x","result":{"method":"b"}}]`},
+		{name: "batch without a version header", body: `[{"jsonrpc":"2.0","id":1,"method":"a"}]`,
+			status: http.StatusOK, want: `[{"jsonrpc":"2.0","id":1,"result":{"method":"a"}}]`},
+		{name: "batch of notifications", version: "2025-03-26", body: `[{"jsonrpc":"2.0","method":"n"}]`, status: http.StatusAccepted},
+		{name: "batch under 2025-06-18", version: "2025-06-18", body: `[{"jsonrpc":"2.0","id":1,"method":"a"}]`,
+			status: http.StatusBadRequest, contains: `"code":-32600`},
+		{name: "empty batch", version: "2025-03-26", body: `[]`, status: http.StatusBadRequest, contains: "the batch is empty"},
+		{name: "batch that is not JSON", version: "2025-03-26", body: `[{"jsonrpc"`, status: http.StatusBadRequest, contains: `"code":-32700`},
+		{name: "batch with junk and a null id", version: "2025-03-26", body: `[1,{"jsonrpc":"2.0","id":null,"method":"a"}]`,
+			status: http.StatusOK, contains: `"id":null,"error":{"code":-32600`},
+		{name: "initialize in a batch", version: "2025-03-26", body: `[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,
+			status: http.StatusOK, contains: "initialize must not be part of a batch"},
+		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"tools/call"}`, status: http.StatusBadRequest,
+			want: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"` + strings.ReplaceAll(nullIDError, `"`, `\"`) + `"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, MCPPath, strings.NewReader(tt.body))
+			if tt.version != "" {
+				r.Header.Set(ProtocolVersionHeader, tt.version)
+			}
+			w := serveOne(h, r)
+			body := strings.TrimSpace(w.Body.String())
+			if w.Code != tt.status || (tt.want != "" && body != tt.want) || !strings.Contains(body, tt.contains) {
+				t.Errorf("%d %s; want %d %s %s", w.Code, body, tt.status, tt.want, tt.contains)
+			}
+			if body != "" && !json.Valid([]byte(body)) {
+				t.Errorf("body %s is not JSON", body)
+			}
+		})
+	}
+}
+
+// TestCancelledRequestEndsAsAnEventStream: a request cancelled by its
+// session gets an event stream without an event, not an empty 200.
+func TestCancelledRequestEndsAsAnEventStream(t *testing.T) {
+	o := testOptions()
+	h := o.handler(&cancellable{ended: map[string]string{}}, func() bool { return true }, hclog.NewNullLogger())
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodPost, MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":4,"method":"tools/call"}`))
+		r.Header.Set(SessionHeader, "s")
+		done <- serveOne(h, r)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	r := httptest.NewRequest(http.MethodPost, MCPPath, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`))
+	r.Header.Set(SessionHeader, "s")
+	serveOne(h, r)
+	w := <-done
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.Len() != 0 {
+		t.Errorf("cancelled request: %d %q %q, want 200, an event stream, no event", w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
 }
