@@ -148,6 +148,10 @@ func TestSnapshotVariants(t *testing.T) {
 	if !strings.Contains(log, "interpreter snapshot refused") || !strings.Contains(log, "tampered") {
 		t.Errorf("the tampered variant was not refused:\n%s", log)
 	}
+	if !regexp.MustCompile(`preparing a snapshot variant: [^\n]*language=python variant=sympy`).MatchString(log) ||
+		strings.Contains(log, "preparing the runtime") {
+		t.Errorf("the log does not say that the variant alone is being made again:\n%s", log)
+	}
 	made := regexp.MustCompile(`snapshot ready: snapshot=(\S+) key=\S+ made=true`).FindAllStringSubmatch(log, -1)
 	if len(made) != 1 || made[0][1] != "python-sympy" {
 		t.Errorf("made %v, want only the tampered variant made again:\n%s", made, log)
