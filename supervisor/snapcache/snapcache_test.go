@@ -38,6 +38,16 @@ func fakeImage(key string, i int) []byte {
 	return b
 }
 
+// testWriter sends the cache's warnings to the test's log, so that a
+// failure shows why the cache refused or could not make an entry.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
 // harness is a cache directory and a snapshot worker that counts its runs.
 type harness struct {
 	root, dir string
@@ -64,7 +74,7 @@ func (h *harness) open(t *testing.T) (*Cache, error) {
 		Root:     h.root,
 		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
 		MaxBytes: 1 << 20,
-		Log:      hclog.NewNullLogger(),
+		Log:      hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn}),
 		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
 			h.mu.Lock()
