@@ -73,7 +73,7 @@ wazero-check: wazero
 # the package's testdata/fuzz/ and stay as regression cases.
 FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
 	supervisor:FuzzReturnedFiles supervisor:FuzzDone worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
-	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages
+	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules
 
 fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \
