@@ -71,8 +71,14 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 
 // makeSnapshot runs a snapshot worker (ipc.ModeSnapshot: trusted, it reads
 // no request) that writes name's snapshot and compiled image into the two
-// memfds, waits for it to exit, and returns the CPU time it used.
+// memfds, waits for it to exit, and returns the CPU time it used. The
+// compiled image is the binary's own where it has one and this CPU runs it
+// (giveCompiledImage).
 func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
+	given, err := giveCompiledImage(name.Language, code)
+	if err != nil {
+		return 0, err
+	}
 	p, err := s.spawnWorker(name.Language, ipc.ModeSnapshot, key, image, code)
 	if err != nil {
 		return 0, err
@@ -90,5 +96,6 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 	if err != nil {
 		return cpu, fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
 	}
+	s.logCodeSource(name, code, given, p.stderr.String())
 	return cpu, nil
 }

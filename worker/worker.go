@@ -242,22 +242,21 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 	return inst, stdout, stderr, nil
 }
 
-// writeSnapshot is the whole work of a ModeSnapshot worker: compile (which
-// also fills the compilation cache), start an interpreter, write its image
+// writeSnapshot is the whole work of a ModeSnapshot worker: load or compile
+// the module (compileForSnapshot), start an interpreter, write its image
 // to the snapshot descriptor. It reads no request and runs nothing
 // untrusted, so it needs no lockdown beyond the supervisor's namespaces.
 func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
 		return err
 	}
-	engine, err := Compile(ctx, setup.Language, runtimes.Config{
+	engine, err := compileForSnapshot(ctx, setup.Language, runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
 		ScratchBytes:     setup.ScratchBytes,
 		PythonPath:       setup.PythonPath,
 		BundledPackages:  setup.BundledPackages,
-		ImageWriter:      os.NewFile(ipc.ImageFD, "compiled image"),
-	})
+	}, os.NewFile(ipc.ImageFD, "compiled image"))
 	if err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 		}
 	}
 	// The one slow step of a first start: tell whoever watches stderr.
-	c.opts.Log.Info("preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; "+
+	c.opts.Log.Info("preparing the runtime: loading its compiled code (compiling it where the binary has none this CPU runs) and starting its interpreter, once per binary; "+
 		"later starts reuse the cache", name.logArgs("cache", c.dirOrNone())...)
 	start := time.Now()
 	made2, cpu, err := c.make(name, key)
