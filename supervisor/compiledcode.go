@@ -56,7 +56,7 @@ func (s *Supervisor) logCodeSource(name snapcache.Name, code *os.File, given []b
 	case given != nil && same:
 		s.log.Info("runtime code loaded from the binary's compiled image", append(args, "code", codeEmbedded)...)
 	case given != nil:
-		s.log.Warn("this CPU cannot run the binary's compiled code: compiled the runtime for it instead, once per binary",
+		s.log.Warn("the binary's compiled code does not run here (see reason): compiled the runtime instead, once per binary",
 			append(args, "code", codeCompiled, "reason", strings.TrimSpace(workerStderr))...)
 	default:
 		s.log.Info("runtime compiled for this CPU", append(args, "code", codeCompiled)...)
