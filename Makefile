@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm release-binaries dist image repro-check clean
+.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm compiled-images release-binaries dist image repro-check clean
 
 all: build
 
@@ -37,7 +37,7 @@ build: assets wazero
 run: build
 	./$(BIN) serve
 
-assets: python-wasm javascript-wasm
+assets: python-wasm javascript-wasm compiled-images
 
 # Both runtime builds run Go tools of this module (the module preparation),
 # so wazero must be prepared first. Python: the interpreter and its
@@ -49,6 +49,11 @@ python-wasm: wazero
 
 javascript-wasm: wazero
 	runtimes/javascript/fetch.sh
+
+# The runtimes' modules compiled at build time, which linux/amd64 binaries
+# embed so that a first start need not compile them (runtimes/compiled).
+compiled-images: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/compiled/write.sh
 
 test: assets wazero wazero-check
 	$(GO) vet ./...

@@ -71,10 +71,19 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 
 // makeSnapshot runs a snapshot worker (ipc.ModeSnapshot: trusted, it reads
 // no request) that writes name's snapshot and compiled image into the two
-// memfds, waits for it to exit, and returns the CPU time it used. A
-// variant's is given up when the supervisor closes, too.
+// memfds, waits for it to exit, and returns the CPU time it used. The
+// plain snapshot's compiled image is the binary's own where it has one and
+// this CPU runs it (giveCompiledImage); a variant's worker is given the
+// plain snapshot's, sealed. A variant's is given up when the supervisor
+// closes, too.
 func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
-	if name.Variant != "" {
+	var given []byte
+	if name.Variant == "" {
+		var err error
+		if given, err = giveCompiledImage(name.Language, code); err != nil {
+			return 0, err
+		}
+	} else {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -97,5 +106,6 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 	if err != nil {
 		return cpu, fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
 	}
+	s.logCodeSource(name, code, given, p.stderr.String())
 	return cpu, nil
 }

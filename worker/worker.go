@@ -242,12 +242,12 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 	return inst, stdout, stderr, nil
 }
 
-// writeSnapshot is the whole work of a ModeSnapshot worker: compile (which
-// also fills the compilation cache) and write the compiled image, start an
-// interpreter, write its image to the snapshot descriptor. A variant's
-// worker loads the compiled image it is given instead, and imports the
-// variant's packages after the start-up. It reads no request and runs nothing untrusted, so it needs
-// no lockdown beyond the supervisor's namespaces.
+// writeSnapshot is the whole work of a ModeSnapshot worker: load or compile
+// the module (compileForSnapshot), start an interpreter, write its image
+// to the snapshot descriptor. A variant's worker loads the plain
+// snapshot's compiled image it is given instead, and imports the variant's
+// packages after the start-up. It reads no request and runs nothing
+// untrusted, so it needs no lockdown beyond the supervisor's namespaces.
 func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
 		return err
@@ -260,21 +260,13 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 		BundledPackages:  setup.BundledPackages,
 		Variant:          setup.Variant,
 	}
+	var engine runtimes.Engine
+	var err error
 	if setup.Variant == "" {
-		cfg.ImageWriter = os.NewFile(ipc.ImageFD, "compiled image")
+		engine, err = compileForSnapshot(ctx, setup.Language, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
 	} else {
-		// A variant runs the plain snapshot's module, whose compiled
-		// image it is given, and yields the CPU to calls.
-		if err := lowerPriority(); err != nil {
-			return fmt.Errorf("lowering the priority of a variant's snapshot worker: %w", err)
-		}
-		image, err := mapImage(ipc.ImageFD)
-		if err != nil {
-			return err
-		}
-		cfg.CompiledImage = image
+		engine, err = compileForVariant(ctx, setup.Language, cfg)
 	}
-	engine, err := Compile(ctx, setup.Language, cfg)
 	if err != nil {
 		return err
 	}

@@ -254,7 +254,8 @@ func preparation(log, language string) (p preparedRow, ok bool) {
 
 // coldStart measures the time from starting serve to the first answer
 // with an empty compilation cache: a fresh XDG_CACHE_HOME each time, so the
-// server compiles both modules.
+// server prepares both runtimes (loads or compiles their code, and makes
+// the snapshots).
 func (b *bench) coldStart() error {
 	for _, l := range languages {
 		row := startRow{language: l.name}

@@ -283,8 +283,9 @@ func (r *report) printStarts(p printer) {
 	p("### Start-up")
 	p("")
 	p("From starting `capsule serve` to the first answer of a `%s` call, initialize included; "+
-		"median of %d. Empty cache: a fresh `XDG_CACHE_HOME` each time, so the server compiles both modules "+
-		"(in parallel) before the first worker is ready.", trivialCode, r.opts.reps)
+		"median of %d. Empty cache: a fresh `XDG_CACHE_HOME` each time, so the server prepares both runtimes "+
+		"(in parallel: loads their compiled code from the binary, or compiles it where the binary has none, and makes "+
+		"the snapshots) before the first worker is ready.", trivialCode, r.opts.reps)
 	p("")
 	p("| language | cache | initialize answered | first answer | target | |")
 	p("|---|---|---:|---:|---:|---|")
@@ -296,8 +297,8 @@ func (r *report) printStarts(p printer) {
 			fmtMS(targetWarmStartMS), verdict(warm <= targetWarmStartMS))
 	}
 	p("")
-	p("Where an empty-cache start goes: the server prepares each runtime once (a snapshot worker compiles the module, " +
-		"nearly all of its CPU, and starts the interpreter; then the images are stored and sealed), as its `runtime prepared` " +
+	p("Where an empty-cache start goes: the server prepares each runtime once (a snapshot worker loads the module's " +
+		"compiled code, or compiles it, which is then nearly all of its CPU, and starts the interpreter; then the images are stored and sealed), as its `runtime prepared` " +
 		"log line says; medians of the runs above, each language's own first-answer run.")
 	p("")
 	p("| language | preparing | snapshot worker | its CPU | store and seal | first answer |")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"capsule/runtimes"
+	"capsule/runtimes/compiled"
 	"capsule/supervisor"
 	"capsule/supervisor/isolation"
 	"capsule/supervisor/snapcache"
@@ -160,6 +161,12 @@ func checkAssets() doctorLayer {
 		for _, a := range r.Assets {
 			names = append(names, r.Name+"/"+a.Name)
 		}
+	}
+	for _, err := range compiled.Verify() {
+		errs = append(errs, err.Error())
+	}
+	for _, name := range compiled.Names() {
+		names = append(names, "compiled/"+name)
 	}
 	if len(errs) > 0 {
 		l.Reason = strings.Join(errs, "; ")

@@ -413,5 +413,6 @@ func preparing(n Name) string {
 	if n.Variant != "" {
 		return "preparing a snapshot variant: starting the interpreter and importing its packages, once per binary; later starts reuse the cache"
 	}
-	return "preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; later starts reuse the cache"
+	return "preparing the runtime: loading its compiled code (compiling it where the binary has none this CPU runs) and starting its interpreter, once per binary; " +
+		"later starts reuse the cache"
 }
