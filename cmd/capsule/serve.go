@@ -109,6 +109,7 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	// and their answers a little longer to be written.
 	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), answerGrace)
 	guard.OnEOF = func() { drain(sup, opts.ShutdownGrace, logger) }
+	stdio.SetContextFunc(guard.ServeToolCalls(mcpServer))
 	go func() { done <- stdio.Listen(listen, guard, guard) }()
 	logger.Info("serving MCP on stdio", "max_message", opts.MaxRequestBody)
 	select {
