@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -22,7 +23,7 @@ const collectBudget = 100 * time.Millisecond
 const (
 	kindText     = 0
 	kindBytes    = 1
-	kindTextNUL  = 2 // text with NULs, in NUL-free pieces
+	kindTextNUL  = 2 // more text after a NUL, for a file passed in
 	kindRejected = 3 // not a file's content; the value says why
 )
 
@@ -180,8 +181,8 @@ func (in *instance) outputEntries(list uint32) ([]outputEntry, int64) {
 // offer gives one entry to the collector.
 func (in *instance) offer(c *fileset.Collector, e outputEntry) {
 	switch e.kind {
-	case kindText, kindTextNUL:
-		data := []byte(in.textOf(e))
+	case kindText:
+		data := in.textOf(e.value)
 		c.Add(e.path, int64(len(data)), false, func() ([]byte, error) { return data, nil })
 	case kindBytes:
 		n := in.call(in.fn.getArrayBufferLength, in.jsctx, e.value)
@@ -191,20 +192,45 @@ func (in *instance) offer(c *fileset.Collector, e outputEntry) {
 	}
 }
 
-// textOf is an output's text as UTF-8: a lone surrogate, which UTF-8
-// cannot hold, becomes U+FFFD, as TextEncoder makes it.
-func (in *instance) textOf(e outputEntry) string {
-	if e.kind == kindText {
-		return strings.ToValidUTF8(in.stringOf(e.value), "\uFFFD")
+// textOf is a string output's text as UTF-8, NULs included. QTS_GetString
+// gives it as a C string, which a NUL in the text does not end: the
+// string's length in UTF-16 units says where it ends. A lone surrogate,
+// which UTF-8 cannot hold, becomes U+FFFD, as TextEncoder makes it.
+func (in *instance) textOf(v uint32) []byte {
+	units := int(in.numberProp(v, "length"))
+	c := in.call(in.fn.getString, in.jsctx, v)
+	if c == 0 {
+		return []byte{}
 	}
-	n := int(in.numberProp(e.value, "length"))
-	pieces := make([]string, n)
-	for i := range pieces {
-		p := in.propAt(e.value, i)
-		pieces[i] = strings.ToValidUTF8(in.stringOf(p), "\uFFFD")
-		in.freeValue(p)
+	defer in.callv(in.fn.freeCString, in.jsctx, c)
+	b, _ := in.mem.Read(c, in.mem.Size()-c)
+	b = b[:utf8Len(b, units)]
+	if utf8.Valid(b) {
+		return slices.Clone(b)
 	}
-	return strings.Join(pieces, "\x00")
+	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+}
+
+// utf8Len is how many bytes of b, UTF-8 as QuickJS writes it (a lone
+// surrogate as three bytes of its own), hold the first units UTF-16 units.
+func utf8Len(b []byte, units int) int {
+	i := 0
+	for ; units > 0 && i < len(b); units-- {
+		switch c := b[i]; {
+		case c < 0x80:
+			i++
+		case c >= 0xf0: // a surrogate pair: two units
+			i += 4
+			units--
+		case c >= 0xe0:
+			i += 3
+		case c >= 0xc0:
+			i += 2
+		default: // not a first byte, which QuickJS does not write
+			i++
+		}
+	}
+	return min(i, len(b))
 }
 
 // propAt is element i of an array (a JSValue* to free).

@@ -66,6 +66,8 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 		{name: "a variable of that name", code: `var outputs = [1, 2]`},
 		{name: "a lexical variable of that name", code: `const outputs = {'x': 'y'}; outputs.x`},
 		{name: "NUL and lone surrogates", code: `outputs['t.txt'] = 'a\0b\ud800c'`, files: "t.txt:7", data: map[string]string{"t.txt": "a\x00b\uFFFDc"}},
+		{name: "wide text ending in NULs", code: `outputs['u.txt'] = '\u00e9\u20ac\ud83d\ude00\udc00\0\0'`, files: "u.txt:14",
+			data: map[string]string{"u.txt": "é€😀\uFFFD\x00\x00"}},
 		{name: "after an exception", code: `outputs['p.txt'] = 'partial'; throw new Error('boom')`, files: "p.txt:7", err: "boom"},
 		{name: "bad paths and values", code: `outputs['../x'] = 'a'; outputs['n'] = 42; outputs['ok'] = 'y'; outputs['a'] = 'f'; outputs['a/b'] = 'g'; outputs['nul\0'] = 'x'`,
 			files: "a:1 ok:1", err: `outputs: not returned: file "../x": the path contains ".."; file "a/b": the path is inside "a", which is a file; file "n": the content must be a string or a Uint8Array, got number; file "nul\\0": the path contains a NUL byte`},
