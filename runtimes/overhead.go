@@ -22,9 +22,10 @@ const (
 	// delegated.
 	WorkerRSSOverhead = 128 << 20
 	// WorkerDataOverhead is how far a worker's writable private mappings
-	// (RLIMIT_DATA, which counts the guest's whole reserved linear memory)
-	// may exceed the memory limit and its scratch; beyond it an
-	// allocation fails and the worker dies of "out of memory".
+	// (RLIMIT_DATA, which counts the guest's linear memory as opened so
+	// far, or the whole limit without guard pages) may exceed the memory
+	// limit and its scratch; beyond it an allocation fails and the worker
+	// dies of "out of memory", or the guest's growth fails.
 	WorkerDataOverhead = 256 << 20
 )
 

@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"capsule/runtimes/fileset"
+	"capsule/runtimes/internal/guestmem"
 )
 
 // Language names, as used on the command line, in the ipc protocol and in
@@ -83,9 +84,21 @@ type Config struct {
 	BundledPackages bool
 }
 
+// GuardPages reports whether guest memories are guard-page reservations and
+// modules are compiled without bounds checks for them (guestmem.GuardPages):
+// where the platform has wazero's fault handler (linux/amd64) and 8 GiB of
+// address space can be reserved. The same in every process of one host and
+// binary, and part of the key of anything compiled.
+func GuardPages() bool { return guestmem.GuardPages() }
+
 // CompileContext is the context a runtime compiles its own module under,
-// carrying cfg's compiled image or image writer.
+// carrying cfg's compiled image or image writer, and compiling for
+// guard-page memories where instances get them (guestmem.GuardPages): the
+// module's loads and stores then have no bounds checks.
 func (cfg Config) CompileContext(ctx context.Context) context.Context {
+	if GuardPages() {
+		ctx = experimental.WithMemoryGuardPages(ctx)
+	}
 	if cfg.CompiledImage != nil {
 		ctx = experimental.WithCompiledImage(ctx, cfg.CompiledImage)
 	}

@@ -38,7 +38,7 @@ func TestReturnedFiles(t *testing.T) {
 		fileset.File{Path: "chart.png", Data: png},
 		fileset.File{Path: "data.bin", Data: []byte{0, 1}},
 		fileset.File{Path: "latin1.csv", Truncated: true, Size: 1000},
-	), done(ipc.Done{Result: json.RawMessage("1")}))
+	), done(ipc.Done{Result: json.RawMessage("1"), ResultType: "int", ResultRepr: "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}

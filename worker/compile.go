@@ -34,13 +34,14 @@ var identities = map[string]func() string{
 
 // SnapshotKey names the interpreter snapshot of language for a memory
 // limit: it changes with anything the image depends on (the runtime's
-// module, data and start-up program, the limit, the architecture), so an
-// image made by another binary or for other limits is never used.
+// module, data and start-up program, the limit, the architecture, and
+// whether the compiled code has bounds checks or relies on guard pages), so
+// an image made by another binary or for other limits is never used.
 func SnapshotKey(language string, memoryBytes uint64) (string, error) {
 	id, ok := identities[language]
 	if !ok {
 		return "", fmt.Errorf("unknown language %q", language)
 	}
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s", id(), memoryBytes, runtime.GOARCH))
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00guard-pages=%t", id(), memoryBytes, runtime.GOARCH, runtimes.GuardPages()))
 	return language + "-" + hex.EncodeToString(h[:16]), nil
 }

@@ -2,7 +2,19 @@
 
 package worker
 
-import "capsule/ipc"
+import (
+	"context"
 
-// injectFault does nothing in production builds; see faults.go.
+	"capsule/ipc"
+	"capsule/runtimes"
+)
+
+// prepareFaults, injectFault and probeMemory do nothing in production
+// builds; see faults.go.
+func prepareFaults(context.Context, runtimes.Config) error { return nil }
+
 func injectFault(string, *ipc.Writer) {}
+
+func probeMemory(context.Context, string, runtimes.Streams) (runtimes.Outcome, bool) {
+	return runtimes.Outcome{}, false
+}

@@ -140,7 +140,10 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		os.Exit(0)
 	})
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	o := inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs, Files: files})
+	o, probed := probeMemory(runCtx, req.Code, runtimes.Streams{Stdout: stdout, Stderr: stderr})
+	if !probed {
+		o = inst.Run(runCtx, runtimes.Request{Code: req.Code, Inputs: req.Inputs, Files: files})
+	}
 	cancel()
 	timer.Stop()
 	if o.Limit == runtimes.LimitTimeout {
@@ -218,6 +221,9 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		cfg.CompiledImage = image
 	}
 	engine, err := Compile(ctx, setup.Language, cfg)
+	if err == nil {
+		err = prepareFaults(ctx, cfg)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}

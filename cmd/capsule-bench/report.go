@@ -322,9 +322,10 @@ func (r *report) printStarts(p printer) {
 func (r *report) printCompute(p printer) {
 	p("### Compute overhead")
 	p("")
-	p("CPU-bound snippets; each times its own compute (Python `time.perf_counter`, JavaScript "+
-		"`performance.now`) and returns the elapsed milliseconds, so process and interpreter start-up are "+
-		"not included. Each run is a fresh process (a capsule call, or a new `python3.11`/`python3`/`node`); median of %d. "+
+	p("CPU-bound snippets; each times its own compute (Python `time.process_time`, the CPU time of its process: "+
+		"under capsule the worker's, so that other work on the machine does not count; JavaScript `performance.now`, "+
+		"wall time, as QuickJS has no CPU clock) and returns the elapsed milliseconds, so process and interpreter "+
+		"start-up are not included. Each run is a fresh process (a capsule call, or a new `python3.11`/`python3`/`node`); median of %d. "+
 		"\"capsule call\" is the call's `duration_ms` (from the request to the answer, worker from the pool).",
 		r.opts.reps)
 	p("")

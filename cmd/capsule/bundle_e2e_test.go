@@ -50,11 +50,12 @@ func TestBundledPackagesOverMCP(t *testing.T) {
 	}
 }
 
-// TestBundledPackagesThroughExec does the same through `capsule exec`.
+// TestBundledPackagesThroughExec does the same through `capsule exec`, the
+// value printed as JSON by the code itself.
 func TestBundledPackagesThroughExec(t *testing.T) {
 	for _, task := range bundletest.Tasks {
 		t.Run(task.Name, func(t *testing.T) {
-			cmd := exec.Command(capsuleBin, "exec", "python", "-c", task.Code)
+			cmd := exec.Command(capsuleBin, "exec", "python", "-c", task.PrintingJSON())
 			cmd.Env = serverEnv()
 			out, err := cmd.Output()
 			if err != nil {

@@ -285,7 +285,9 @@ func abuseCorpus() []abuse {
 		py("string doubling", "s = 'x'\nwhile True:\n    s += s", wantLimit("memory")),
 		py("deep recursion", "def f(n):\n    return f(n + 1)\nf(0)", wantError),
 		py("stdout flood", "while True:\n    print('y' * 1000)", wantLimit("timeout")),
-		py("stderr flood", "import sys\nfor i in range(10**5):\n    sys.stderr.write('z' * 100)", wantLimit("output")),
+		// Twice the output limit: enough to cross it, and little enough to
+		// end well inside the timeout on a busy machine.
+		py("stderr flood", "import sys\nfor i in range(2 * 10**4):\n    sys.stderr.write('z' * 100)", wantLimit("output")),
 		py("2 MB of code", big, wantLimit("code_size")),
 		py("NUL byte", "x = 1\x00\n", wantError),
 		py("lone surrogate", "s = '\xed\xa0\x80'\nlen(s)", nil),
@@ -302,7 +304,7 @@ func abuseCorpus() []abuse {
 		js("string doubling", "let s = 'x'; for (;;) s += s", wantError),
 		js("deep recursion", "const f = n => f(n + 1) + 1; f(0)", wantError),
 		js("stdout flood", "for (;;) console.log('y'.repeat(1000))", wantLimit("timeout")),
-		js("stderr flood", "for (let i = 0; i < 1e5; i++) console.error('z'.repeat(100))", wantLimit("output")),
+		js("stderr flood", "for (let i = 0; i < 2e4; i++) console.error('z'.repeat(100))", wantLimit("output")),
 		js("2 MB of code", big, wantLimit("code_size")),
 		js("NUL byte", "let x = 1\x00", wantError),
 		js("lone surrogate", "'\xed\xa0\x80'.length", nil),

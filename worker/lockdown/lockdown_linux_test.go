@@ -163,8 +163,34 @@ var attacks = map[string]attackCase{
 		},
 		run: func(s any) error { return unix.Mprotect(s.([]byte), unix.PROT_READ|unix.PROT_EXEC) },
 	},
+	// What growing a guard-page guest memory does (runtimes/internal/
+	// guestmem): a PROT_NONE reservation made before the lockdown, opened
+	// page by page afterwards; and the same opening asked to be executable.
+	"open-guest-memory": {
+		prepare: reserveGuestMemory,
+		run: func(s any) error {
+			b := s.([]byte)[:1<<16]
+			if err := unix.Mprotect(b, unix.PROT_READ|unix.PROT_WRITE); err != nil {
+				return err
+			}
+			b[len(b)-1] = 1
+			return nil
+		},
+	},
+	"open-guest-memory-exec": {
+		prepare: reserveGuestMemory,
+		run: func(s any) error {
+			return unix.Mprotect(s.([]byte)[:1<<16], unix.PROT_READ|unix.PROT_WRITE|unix.PROT_EXEC)
+		},
+	},
 	"int80":       {run: int80Getpid},
 	"kill-parent": {run: func(any) error { return unix.Kill(os.Getppid(), 0) }},
+}
+
+// reserveGuestMemory reserves address space as a guard-page guest memory
+// does: 8 GiB and 64 KiB, inaccessible.
+func reserveGuestMemory() (any, error) {
+	return unix.Mmap(-1, 0, 8<<30+64<<10, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
 }
 
 // rawFork forks with a raw clone or clone3 and has the child exit at once;
@@ -381,6 +407,20 @@ func TestAttacksAreDenied(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestGuestMemoryOpensAfterApply: under the whole lockdown a worker can
+// still grow a guard-page guest memory (mprotect to read-write of part of a
+// reservation made before), and still cannot make it executable.
+func TestGuestMemoryOpensAfterApply(t *testing.T) {
+	for _, tt := range []struct{ attack, want string }{
+		{"open-guest-memory", allowed},
+		{"open-guest-memory-exec", "EPERM"},
+	} {
+		if got := runHelper(t, "full:"+tt.attack); got.String() != tt.want {
+			t.Errorf("%s: got %s, want %s (stderr: %s)", tt.attack, got, tt.want, got.stderr)
+		}
 	}
 }
 

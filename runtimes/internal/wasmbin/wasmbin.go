@@ -234,6 +234,27 @@ func AppendU32(out []byte, v uint32) []byte {
 	}
 }
 
+// AppendS64 appends v as signed LEB128.
+func AppendS64(out []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(out, c)
+		}
+		out = append(out, c|0x80)
+	}
+}
+
+// AppendVec appends a vector: the count of items, then each item.
+func AppendVec(out []byte, items ...[]byte) []byte {
+	out = AppendU32(out, uint32(len(items)))
+	for _, it := range items {
+		out = append(out, it...)
+	}
+	return out
+}
+
 // AppendName appends a length-prefixed name.
 func AppendName(out []byte, name string) []byte {
 	return append(AppendU32(out, uint32(len(name))), name...)

@@ -7,6 +7,7 @@ package bundletest
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 )
 
 // Task is one piece of work done with bundled packages: Code's last
@@ -29,6 +30,19 @@ func (t Task) Done(result []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(got, want)
+}
+
+// PrintingJSON is Code with its last expression printed as JSON instead,
+// for `capsule exec`, which shows a result as the REPL would. The last
+// expression is the last line that starts at the first column, with the
+// indented lines after it.
+func (t Task) PrintingJSON() string {
+	lines := strings.Split(t.Code, "\n")
+	i := len(lines) - 1
+	for i > 0 && strings.HasPrefix(lines[i], " ") {
+		i--
+	}
+	return strings.Join(lines[:i], "\n") + "\nimport json as _json\nprint(_json.dumps(" + strings.Join(lines[i:], "\n") + "))"
 }
 
 // Tasks covers every bundled module at least once.
@@ -145,7 +159,7 @@ w.add_metadata({"/Title": "capsule test"})
 with open("/tmp/one.pdf", "wb") as f:
     w.write(f)
 r = PdfReader("/tmp/one.pdf")
-[len(r.pages), float(r.pages[0].mediabox.width), r.metadata.title, r.pages[0].extract_text()]`,
+[len(r.pages), float(r.pages[0].mediabox.width), str(r.metadata.title), str(r.pages[0].extract_text())]`,
 		Result: `[1,612.0,"capsule test","Hello from capsule"]`,
 	},
 	{
