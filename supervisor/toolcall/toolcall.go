@@ -44,7 +44,7 @@ type Call struct {
 }
 
 // Split decodes msg when it is a tools/call request (a method of
-// "tools/call", an id that is not null, and params.arguments an object),
+// "tools/call", a string or number id, and params.arguments an object),
 // and returns the call and the message mcp-go is to handle: msg with
 // params.arguments replaced by {}. Anything else, including a message that
 // is not valid JSON or whose names encoding/json would read otherwise
@@ -147,8 +147,14 @@ func (s *splitter) note(raw []byte, key string, names ...string) bool {
 
 // complete reports whether the message is a tools/call request to split.
 func (s *splitter) complete() bool {
-	return !s.unusual && s.method == Method && len(s.id) > 0 && string(s.id) != "null" &&
-		s.paramsObject && s.argsTo > s.argsFrom
+	return !s.unusual && s.method == Method && validID(s.id) && s.paramsObject && s.argsTo > s.argsFrom
+}
+
+// validID reports whether id, as the message writes it, is a string or a
+// number, the ids MCP allows. A request with any other id (null, an
+// object) goes to mcp-go whole, which answers it as it always has.
+func validID(id []byte) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
 }
 
 // small is msg with params.arguments' value replaced by {}.
