@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // StdioGuard stands between the stdio streams and mcp-go's stdio server,
@@ -52,6 +55,10 @@ type StdioGuard struct {
 	grace time.Duration
 
 	line []byte // the rest of the line being handed to the server
+	// buf keeps the storage of the last line read, for the next: a large
+	// message then costs no fresh memory, whose page faults cost more
+	// than reading the message.
+	buf []byte
 
 	mu      sync.Mutex // guards out, pending, idle, batches, initID, version and calls
 	pending map[string]bool
@@ -72,10 +79,12 @@ type stdioBatch struct {
 	responses [][]byte
 }
 
-// NewStdioGuard guards the server's stdin and stdout; max bounds one
-// message, grace is how long calls may run on after stdin ends.
-func NewStdioGuard(stdin io.Reader, stdout io.Writer, max int, grace time.Duration) *StdioGuard {
-	return &StdioGuard{in: bufio.NewReaderSize(stdin, 64<<10), out: stdout, max: max, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
+// NewStdioGuard guards the server's stdin and stdout; maxMessage bounds
+// one message, grace is how long calls may run on after stdin ends.
+func NewStdioGuard(stdin io.Reader, stdout io.Writer, maxMessage int, grace time.Duration) *StdioGuard {
+	// Reads as large as the pipe, but no larger than a message may be.
+	in := bufio.NewReaderSize(stdin, min(pipeSize, max(64<<10, maxMessage)))
+	return &StdioGuard{in: in, out: stdout, max: maxMessage, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
 }
 
 // Read implements io.Reader for the stdio server: whole lines of at most
@@ -299,8 +308,11 @@ func (g *StdioGuard) waitIdle() {
 
 // next reads one line, newline included. A line over max is skipped and
 // answered; next then goes on with the line after it.
+//
+// The line is g.buf's storage, which the next call reuses: nothing may
+// keep it past the handling of the line (Split copies what it keeps).
 func (g *StdioGuard) next() ([]byte, error) {
-	var line []byte
+	line := g.buf[:0]
 	var head, tail []byte
 	size := 0
 	for {
@@ -309,6 +321,7 @@ func (g *StdioGuard) next() ([]byte, error) {
 		switch {
 		case size <= g.max:
 			line = append(line, chunk...)
+			g.buf = line
 		case line != nil || head == nil:
 			// Just over: keep the start and the end for the id.
 			head = append(line, chunk...)[:min(size, idSniff)]
@@ -325,7 +338,7 @@ func (g *StdioGuard) next() ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			line, head, tail, size = nil, nil, nil, 0
+			line, head, tail, size = g.buf[:0], nil, nil, 0
 			continue
 		}
 		return line, err
@@ -362,4 +375,24 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 	}
 	g.writeLine(errorResponse(id, codeInvalidRequest,
 		fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max))))
+}
+
+// pipeSize is the buffer the guard asks of the stdio pipes: a 5 MiB
+// message through the default 64 KiB crosses in 80 pieces, each a wake-up
+// of the reader and the writer, and on a busy machine each waits its turn
+// for a CPU.
+const pipeSize = 1 << 20
+
+// WidenPipes asks the kernel for larger buffers on files that are pipes,
+// as stdin and stdout are under an MCP host. Files that are not pipes, and
+// a kernel that refuses (a pipe over /proc/sys/fs/pipe-max-size, or a user
+// over its pipe pages), keep the buffers they have: it is only speed.
+func WidenPipes(files ...*os.File) {
+	for _, f := range files {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			continue
+		}
+		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, pipeSize)
+	}
 }
