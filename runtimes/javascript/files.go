@@ -1,7 +1,9 @@
 package javascript
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,17 +52,22 @@ func (in *instance) addFile(f fileset.File) *runtimes.ErrorInfo {
 	if f.Binary {
 		return in.callAddFile(path, in.newArrayBuffer(f.Data), kindBytes)
 	}
-	// QTS_NewString reads a C string: text goes in NUL-free pieces.
-	for i, piece := range strings.Split(string(f.Data), "\x00") {
-		kind := float64(kindText)
-		if i > 0 {
-			kind = kindTextNUL
+	// QTS_NewString reads a C string: text goes in NUL-free pieces, each
+	// written straight from the file's bytes.
+	kind := float64(kindText)
+	for data := f.Data; ; kind = kindTextNUL {
+		piece := data
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			piece = data[:i]
 		}
-		if err := in.callAddFile(path, in.newString(piece), kind); err != nil {
+		if err := in.callAddFile(path, in.newStringBytes(piece), kind); err != nil {
 			return err
 		}
+		if len(piece) == len(data) {
+			return nil
+		}
+		data = data[len(piece)+1:]
 	}
-	return nil
 }
 
 // callAddFile calls the prelude's addFile and frees value.
@@ -213,9 +220,14 @@ func (in *instance) textOf(v uint32) []byte {
 
 // utf8Len is how many bytes of b, UTF-8 as QuickJS writes it (a lone
 // surrogate as three bytes of its own), hold the first units UTF-16 units.
+// Runs of ASCII, one unit a byte, go eight bytes at a time.
 func utf8Len(b []byte, units int) int {
 	i := 0
 	for ; units > 0 && i < len(b); units-- {
+		if units >= 8 && i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
+			i, units = i+8, units-7 // and one more by the loop
+			continue
+		}
 		switch c := b[i]; {
 		case c < 0x80:
 			i++

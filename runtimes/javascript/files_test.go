@@ -96,3 +96,36 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 		})
 	}
 }
+
+// TestUTF8Len checks the count of bytes for UTF-16 units, ASCII runs taken
+// eight at a time, against a count character by character.
+func TestUTF8Len(t *testing.T) {
+	for _, s := range []string{"", "a", "abcdefgh", "abcdefghi", "é", "abcdefgé€😀xyzxyzxyz", strings.Repeat("x,y\n", 9) + "😀" + strings.Repeat("z", 17),
+		"\xed\xa0\x80 lone surrogate, as QuickJS writes it, then ASCII"} {
+		b := []byte(s + "\x00tail")
+		var ends []int // the byte length after each unit
+		for i := 0; i < len(s); {
+			n := 1
+			switch {
+			case b[i] >= 0xf0:
+				n = 4
+				ends = append(ends, i+n) // the pair's first unit: a pair is not split
+			case b[i] >= 0xe0:
+				n = 3
+			case b[i] >= 0xc0:
+				n = 2
+			}
+			i += n
+			ends = append(ends, i)
+		}
+		for u := 0; u <= len(ends); u++ {
+			want := 0
+			if u > 0 {
+				want = ends[u-1]
+			}
+			if got := utf8Len(b, u); got != want {
+				t.Errorf("%q, %d units: %d bytes, want %d", s, u, got, want)
+			}
+		}
+	}
+}
