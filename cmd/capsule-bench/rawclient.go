@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -109,17 +108,7 @@ func (c *rawClient) callArgs(tool string, args map[string]any) (answer, error) {
 		return answer{}, fmt.Errorf("%s: %s", tool, resp.Error.Message)
 	}
 	a := answer{wall: wall, st: resp.Result.StructuredContent}
-	if resp.Result.IsError {
-		msg := "no structured error"
-		if a.st.Error != nil {
-			msg = a.st.Error.Type + ": " + a.st.Error.Message
-		}
-		return a, fmt.Errorf("%s: the call failed: %s", tool, msg)
-	}
-	if a.st.Result == nil {
-		return a, errors.New(tool + ": the answer has no structuredContent")
-	}
-	return a, nil
+	return a, a.check(tool, resp.Result.IsError)
 }
 
 func (c *rawClient) pid() int { return c.cmd.Process.Pid }

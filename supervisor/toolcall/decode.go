@@ -79,18 +79,7 @@ func (d *decoder) end() error {
 // with the key's raw bytes (between the quotes) and its decoded form;
 // member must consume the value.
 func (d *decoder) members(member func(raw []byte, key string) error) error {
-	if err := d.expect('{'); err != nil {
-		return err
-	}
-	if d.depth++; d.depth > maxDepth {
-		return errSyntax
-	}
-	defer func() { d.depth-- }()
-	if d.peek() == '}' {
-		d.i++
-		return nil
-	}
-	for {
+	return d.sequence('{', '}', func() error {
 		if d.peek() != '"' {
 			return errSyntax
 		}
@@ -103,42 +92,37 @@ func (d *decoder) members(member func(raw []byte, key string) error) error {
 		if err := d.expect(':'); err != nil {
 			return err
 		}
-		if err := member(raw, key); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return errSyntax
-		}
-	}
+		return member(raw, key)
+	})
 }
 
 // elements calls element for each element of the array that starts here.
 func (d *decoder) elements(element func() error) error {
-	if err := d.expect('['); err != nil {
+	return d.sequence('[', ']', element)
+}
+
+// sequence reads an object or an array: open, then items separated by
+// commas, then end. item consumes one.
+func (d *decoder) sequence(open, end byte, item func() error) error {
+	if err := d.expect(open); err != nil {
 		return err
 	}
 	if d.depth++; d.depth > maxDepth {
 		return errSyntax
 	}
 	defer func() { d.depth-- }()
-	if d.peek() == ']' {
+	if d.peek() == end {
 		d.i++
 		return nil
 	}
 	for {
-		if err := element(); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 		switch d.peek() {
 		case ',':
 			d.i++
-		case ']':
+		case end:
 			d.i++
 			return nil
 		default:
