@@ -34,6 +34,7 @@ type Answer struct {
 	stderrDropped int64
 	exitCode      int
 	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
+	variant       string         // the snapshot variant the worker started from, for the log
 	returned      returnedFiles
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"capsule/runtimes"
+	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 )
 
@@ -89,6 +91,10 @@ type Config struct {
 	// Python runtime (sympy, networkx, ...) importable in every Python
 	// call, before PythonPath's.
 	BundledPackages bool
+	// PythonVariants names the Python snapshot variants in use
+	// (python.Variants): interpreters with heavy bundled packages already
+	// imported, each made on its first call.
+	PythonVariants []string
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -101,6 +107,7 @@ func DefaultConfig() Config {
 		Pool:            map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
 		PoolIdle:        time.Minute,
 		BundledPackages: true,
+		PythonVariants:  python.VariantNames(),
 		Isolation:       isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
 }
@@ -244,6 +251,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
 	e.Var(boolValue{&c.BundledPackages}, "bundled-packages", "CAPSULE_BUNDLED_PACKAGES", "make the bundled pure-Python packages (sympy, networkx, ...: see capsule version) importable in Python calls")
+	e.Var(variantsValue{&c.PythonVariants}, "python-variants", "CAPSULE_PYTHON_VARIANTS",
+		"Python snapshot variants, comma-separated: interpreters with these bundled packages already imported, made on their first call; none for none ("+strings.Join(python.VariantNames(), ", ")+")")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
 	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")
@@ -344,6 +353,34 @@ func (v boolValue) Set(s string) error {
 	default:
 		return fmt.Errorf("invalid boolean %q: want true or false", s)
 	}
+	return nil
+}
+
+// variantsValue is a flag.Value for a list of Python snapshot variants:
+// names from python.Variants, comma-separated, or none.
+type variantsValue struct{ names *[]string }
+
+func (v variantsValue) String() string {
+	if v.names == nil || len(*v.names) == 0 {
+		return "none"
+	}
+	return strings.Join(*v.names, ",")
+}
+
+func (v variantsValue) Set(s string) error {
+	var names []string
+	if t := strings.TrimSpace(s); t != "none" && t != "" {
+		for name := range strings.SplitSeq(t, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(python.VariantNames(), name) {
+				return fmt.Errorf("unknown Python snapshot variant %q: the variants are %s, or none", name, strings.Join(python.VariantNames(), ", "))
+			}
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	*v.names = names
 	return nil
 }
 

@@ -46,15 +46,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for k, v := range tt.env {
-				t.Setenv(k, v)
-			}
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			cfg := DefaultConfig()
-			e := NewEnvFlags(fs)
-			cfg.RegisterFlags(e)
-			err := e.Parse(tt.args)
+			cfg, err := parseConfig(t, tt.env, tt.args)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -69,6 +61,21 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseConfig is the default configuration with the flags args and the
+// environment variables env applied.
+func parseConfig(t *testing.T, env map[string]string, args []string) (Config, error) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := DefaultConfig()
+	e := NewEnvFlags(fs)
+	cfg.RegisterFlags(e)
+	return cfg, e.Parse(args)
 }
 
 func TestValidateMaxTimeout(t *testing.T) {

@@ -4,17 +4,24 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"capsule/supervisor/demand"
+	"capsule/supervisor/snapcache"
 )
 
-// pool keeps ready workers of one language: module loaded, lockdown
-// applied, interpreter started, waiting for their one request. A worker is
-// never reused: each is taken once, runs one request and exits, and the
-// pool starts another in the background.
+// pool keeps ready workers of one language, or of one of its snapshot
+// variants: module loaded, lockdown applied, interpreter started, waiting
+// for their one request. A worker is never reused: each is taken once,
+// runs one request and exits, and the pool starts another in the
+// background.
 type pool struct {
-	s        *Supervisor
-	language string
-	size     int
-	idle     time.Duration
+	s    *Supervisor
+	name snapcache.Name
+	size int
+	// demand, when not nil, sizes the pool instead of size (a variant's
+	// pool: see variants.go).
+	demand *demand.Meter
+	idle   time.Duration
 
 	mu       sync.Mutex
 	ready    []*pooledWorker // oldest first
@@ -45,18 +52,43 @@ type pooledWorker struct {
 // newPool starts keeping size ready workers of language. With size 0 it
 // still starts one worker, to fill the compilation cache, and discards it.
 func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool {
-	pl := &pool{
-		s:        s,
-		language: language,
-		size:     size,
-		idle:     idle,
-		warm:     make(chan struct{}),
-		changed:  make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-	}
+	pl := emptyPool(s, snapcache.Name{Language: language}, idle)
+	pl.size = size
 	go pl.loop()
 	return pl
+}
+
+// newDemandPool keeps ready workers of name as many as d says. The
+// compilation cache is filled by then (the plain pools' first workers did
+// it): the pool is warm from the start.
+func newDemandPool(s *Supervisor, name snapcache.Name, d *demand.Meter, idle time.Duration) *pool {
+	pl := emptyPool(s, name, idle)
+	pl.demand = d
+	pl.warmOnce.Do(func() { close(pl.warm) })
+	go pl.loop()
+	return pl
+}
+
+// emptyPool is a pool of name with nothing started and no size set, for
+// newPool and newDemandPool to size and start.
+func emptyPool(s *Supervisor, name snapcache.Name, idle time.Duration) *pool {
+	return &pool{
+		s:       s,
+		name:    name,
+		idle:    idle,
+		warm:    make(chan struct{}),
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+}
+
+// target is how many ready workers the pool keeps now.
+func (pl *pool) target() int {
+	if pl.demand == nil {
+		return pl.size
+	}
+	return pl.demand.Size(time.Now())
 }
 
 // take returns a ready worker, or nil when none is ready.
@@ -150,7 +182,9 @@ func (pl *pool) loop() {
 	backoff := time.Duration(0)
 	tick := time.NewTicker(pl.idle / 4)
 	defer tick.Stop()
-	pl.startOne() // the first worker fills the compilation cache alone
+	if pl.demand == nil {
+		pl.startOne() // the first worker fills the compilation cache alone
+	}
 	for {
 		select {
 		case <-pl.stop:
@@ -158,6 +192,7 @@ func (pl *pool) loop() {
 		case <-pl.wake:
 		case <-tick.C:
 			pl.recycleIdle()
+			pl.shrink()
 		}
 		select {
 		case <-pl.warm:
@@ -165,7 +200,7 @@ func (pl *pool) loop() {
 			continue // still warming up: one worker at a time
 		}
 		pl.mu.Lock()
-		need := pl.size - len(pl.ready) - pl.starting
+		need := pl.target() - len(pl.ready) - pl.starting
 		pl.mu.Unlock()
 		for i := 0; i < need; i++ {
 			if !pl.startOne() {
@@ -187,9 +222,9 @@ func (pl *pool) loop() {
 // startOne starts a worker in the background. It reports false when the
 // process could not even be started.
 func (pl *pool) startOne() bool {
-	p, err := pl.s.startProcess(pl.language)
+	p, err := pl.s.startProcess(pl.name)
 	if err != nil {
-		pl.s.log.Warn("pool: cannot start worker", "language", pl.language, "error", err)
+		pl.s.log.Warn("pool: cannot start worker", "snapshot", pl.name.String(), "error", err)
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.notify()
@@ -200,18 +235,23 @@ func (pl *pool) startOne() bool {
 	pl.starting++
 	pl.mu.Unlock()
 	go func() {
+		began := time.Now()
 		err := p.awaitReady(context.Background(), runStart)
+		if err == nil && pl.demand != nil {
+			pl.demand.Started(time.Since(began))
+		}
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.starting--
-		keep := err == nil && !pl.closed && len(pl.ready) < pl.size
+		keep := err == nil && !pl.closed && len(pl.ready) < pl.target()
 		if keep {
 			pl.ready = append(pl.ready, &pooledWorker{p: p, since: time.Now()})
 		}
+		closed := pl.closed
 		pl.notify()
 		pl.mu.Unlock()
-		if err != nil {
-			pl.s.log.Warn("pool: worker did not get ready", "language", pl.language, "error", err,
+		if err != nil && !closed {
+			pl.s.log.Warn("pool: worker did not get ready", "snapshot", pl.name.String(), "error", err,
 				"worker_stderr", p.stderr.String())
 		}
 		if !keep {
@@ -240,6 +280,27 @@ func (pl *pool) remove(p *process) {
 	}
 	pl.mu.Unlock()
 	pl.signal()
+}
+
+// shrink ends the oldest ready workers beyond the pool's target: a
+// variant's pool empties once its calls have stopped.
+func (pl *pool) shrink() {
+	if pl.demand == nil {
+		return
+	}
+	pl.mu.Lock()
+	extra := len(pl.ready) - pl.target()
+	var old []*process
+	for i := 0; i < extra; i++ {
+		old = append(old, pl.ready[i].p)
+	}
+	if extra > 0 {
+		pl.ready = pl.ready[extra:]
+	}
+	pl.mu.Unlock()
+	for _, p := range old {
+		p.close()
+	}
 }
 
 // recycleIdle ends workers that have waited longer than the idle limit, so

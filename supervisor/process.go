@@ -32,6 +32,8 @@ var workerEnv = []string{"GOGC=off", "GOMEMLIMIT=64MiB"}
 type process struct {
 	cmd      *exec.Cmd
 	language string
+	// variant is the snapshot variant the worker started from, or "".
+	variant  string
 	toWorker *os.File // parent's end of fd 3
 	fromWkr  *os.File // parent's end of fd 4
 	in       *ipc.Reader
@@ -53,22 +55,23 @@ type process struct {
 	cgroup *workerCgroup
 }
 
-// startProcess starts one worker for language and sends it its Setup frame.
-// The worker is not ready until its Ready frame arrives (see awaitReady).
-// It starts from the language's interpreter snapshot, which the first call
-// makes (and waits for).
-func (s *Supervisor) startProcess(language string) (*process, error) {
-	snap := s.snapshots.Get(snapcache.Name{Language: language})
+// startProcess starts one worker from the interpreter snapshot name (a
+// language's, or a variant's) and sends it its Setup frame. The worker is
+// not ready until its Ready frame arrives (see awaitReady). The first call
+// for a name makes its snapshot (and waits for it).
+func (s *Supervisor) startProcess(name snapcache.Name) (*process, error) {
+	snap := s.snapshots.Get(name)
 	if snap == nil {
-		return s.spawnWorker(language, ipc.ModeRun, "", nil, nil)
+		return s.spawnWorker(snapcache.Name{Language: name.Language}, ipc.ModeRun, "", nil, nil)
 	}
-	return s.spawnWorker(language, ipc.ModeRun, snap.Key, snap.Image, snap.Code)
+	return s.spawnWorker(name, ipc.ModeRun, snap.Key, snap.Image, snap.Code)
 }
 
-// spawnWorker starts a worker in mode. image and code, when not nil, become
-// its ipc.SnapshotFD and ipc.ImageFD: the snapshot named key and the
-// compiled image to start from, or to write.
-func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.File) (*process, error) {
+// spawnWorker starts a worker in mode for name's language. image and code,
+// when not nil, become its ipc.SnapshotFD and ipc.ImageFD: name's snapshot
+// (named key) and the compiled image to start from, or to write.
+func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, code *os.File) (*process, error) {
+	language := name.Language
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating ipc pipe: %w", err)
@@ -99,7 +102,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		files[ipc.SnapshotFD-3] = image
 		files[ipc.ImageFD-3] = code
 	} else {
-		key = ""
+		key, name.Variant = "", ""
 	}
 	cmd := &exec.Cmd{
 		Path:        s.executable,
@@ -125,6 +128,7 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 	p := &process{
 		cmd:         cmd,
 		language:    language,
+		variant:     name.Variant,
 		toWorker:    toW,
 		fromWkr:     fromR,
 		in:          ipc.NewReader(fromR, s.maxFrame()),
@@ -170,6 +174,9 @@ func (s *Supervisor) spawnWorker(language, mode, key string, image, code *os.Fil
 		MaxFilesOut:      int64(s.cfg.Limits.MaxFilesOut),
 		MaxFilesOutCount: s.cfg.Limits.MaxFilesOutCount,
 		BundledPackages:  s.cfg.BundledPackages,
+	}
+	if mode == ipc.ModeSnapshot {
+		setup.Variant = name.Variant
 	}
 	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
 		p.close()

@@ -56,10 +56,10 @@ func userCacheRoot() string {
 func (s *Supervisor) CacheStatus() snapcache.Status { return s.snapshots.Status() }
 
 // snapshotKey is the part of a snapshot's key the supervisor knows: the
-// interpreter, the memory limit and, for Python, --python-path's packages,
-// which the snapshot's import state holds.
+// interpreter and the variant's imports, the memory limit and, for Python,
+// --python-path's packages, which the snapshot's import state holds.
 func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
-	key, err := worker.SnapshotKey(name.Language, uint64(s.cfg.Limits.Memory))
+	key, err := worker.SnapshotKey(name.Language, name.Variant, uint64(s.cfg.Limits.Memory))
 	if err != nil {
 		return "", err
 	}
@@ -71,9 +71,16 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 
 // makeSnapshot runs a snapshot worker (ipc.ModeSnapshot: trusted, it reads
 // no request) that writes name's snapshot and compiled image into the two
-// memfds, waits for it to exit, and returns the CPU time it used.
+// memfds, waits for it to exit, and returns the CPU time it used. A
+// variant's is given up when the supervisor closes, too.
 func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
-	p, err := s.spawnWorker(name.Language, ipc.ModeSnapshot, key, image, code)
+	if name.Variant != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.variants.closed, cancel)()
+	}
+	p, err := s.spawnWorker(name, ipc.ModeSnapshot, key, image, code)
 	if err != nil {
 		return 0, err
 	}

@@ -48,6 +48,8 @@ type Supervisor struct {
 	nextID     atomic.Uint64
 	// pools holds the ready workers per language; nil without Prewarm.
 	pools map[string]*pool
+	// variants are Python's snapshot variants, with their own pools.
+	variants *variants
 	// snapshots holds each language's interpreter snapshot.
 	snapshots *snapcache.Cache
 	// waiting counts calls queued for a slot, against MaxQueue.
@@ -125,6 +127,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		drained:        make(chan struct{}),
 	}
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	s.variants = newVariants(s)
 	if err := s.openCache(); err != nil {
 		return nil, err
 	}
@@ -153,6 +156,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	for _, pl := range s.pools {
 		pl.close()
 	}
+	s.variants.shutdown()
 	s.mu.Lock()
 	s.draining = true
 	finished := s.drained
@@ -249,6 +253,7 @@ func (s *Supervisor) Close() {
 	for _, pl := range s.pools {
 		pl.close()
 	}
+	s.variants.shutdown()
 	s.reaping.Wait()
 	s.spawner.Close()
 	s.snapshots.Close()
@@ -380,7 +385,7 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	}
 	defer func() { <-s.slots }()
 
-	p, err := s.acquireWorker(ctx, req.Language)
+	p, err := s.acquireWorker(ctx, req)
 	var scarce *scarcity.Error
 	if errors.As(err, &scarce) {
 		return errorAnswer("ServerBusy", fmt.Sprintf("%s: no worker could be started: %v", req.Language, err))
@@ -391,7 +396,9 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 	// The answer does not wait for the worker's exit: it has said Done, or
 	// has been killed. Reaping happens in the background; Close waits for it.
 	defer s.release(p)
-	return s.run(ctx, p, req, timeout)
+	a := s.run(ctx, p, req, timeout)
+	a.variant = p.variant
+	return a
 }
 
 // release reaps a used worker in the background.
@@ -403,9 +410,14 @@ func (s *Supervisor) release(p *process) {
 	}()
 }
 
-// acquireWorker returns a worker for language that is ready for its
-// request: one from the pool when one is ready, else a new one.
-func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*process, error) {
+// acquireWorker returns a worker that is ready for req: one started from
+// the snapshot variant its imports ask for when there is one, else one
+// from the language's pool when one is ready, else a new one.
+func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, error) {
+	if p := s.variantWorker(ctx, req); p != nil {
+		return p, nil
+	}
+	language := req.Language
 	if pl := s.pools[language]; pl != nil {
 		// A worker the pool is already starting is nearer to ready than
 		// a new one, and a new one would compete with it for the CPU.
@@ -418,7 +430,7 @@ func (s *Supervisor) acquireWorker(ctx context.Context, language string) (*proce
 	var err error
 	for attempt := 1; ; attempt++ {
 		var p *process
-		if p, err = s.startWorker(ctx, language); err == nil {
+		if p, err = s.startWorker(ctx, snapcache.Name{Language: language}); err == nil {
 			return p, nil
 		}
 		var scarce *scarcity.Error
@@ -443,11 +455,11 @@ const (
 	startRetryDelay = 200 * time.Millisecond
 )
 
-// startWorker starts one worker for language and waits until it is ready.
-// An error says why, in terms of the host's resources where they were
-// short (see package scarcity).
-func (s *Supervisor) startWorker(ctx context.Context, language string) (*process, error) {
-	p, err := s.startProcess(language)
+// startWorker starts one worker from the snapshot name (a language's, or
+// a variant's) and waits until it is ready. An error says why, in terms of
+// the host's resources where they were short (see package scarcity).
+func (s *Supervisor) startWorker(ctx context.Context, name snapcache.Name) (*process, error) {
+	p, err := s.startProcess(name)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +467,7 @@ func (s *Supervisor) startWorker(ctx context.Context, language string) (*process
 		p.close()
 		stderr := p.stderr.String()
 		if stderr != "" {
-			s.log.Debug("worker stderr", "language", language, "stderr", stderr)
+			s.log.Debug("worker stderr", "snapshot", name.String(), "stderr", stderr)
 		}
 		return nil, scarcity.Classify(err, stderr)
 	}
@@ -524,6 +536,9 @@ func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
 	}
 	if a.Error != nil {
 		args = append(args, "error_type", a.Error.Type)
+	}
+	if a.variant != "" {
+		args = append(args, "variant", a.variant)
 	}
 	if s.log.IsDebug() {
 		for _, p := range a.workerCPU {

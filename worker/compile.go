@@ -27,21 +27,33 @@ func Compile(ctx context.Context, language string, cfg runtimes.Config) (runtime
 	return c(ctx, cfg)
 }
 
-var identities = map[string]func() string{
-	runtimes.Python:     python.Identity,
-	runtimes.JavaScript: javascript.Identity,
+// identities give each language's snapshot identity, for a variant (""
+// for the plain interpreter).
+var identities = map[string]func(variant string) (string, error){
+	runtimes.Python: python.VariantIdentity,
+	runtimes.JavaScript: func(variant string) (string, error) {
+		if variant != "" {
+			return "", fmt.Errorf("javascript has no snapshot variant %q", variant)
+		}
+		return javascript.Identity(), nil
+	},
 }
 
-// SnapshotKey names the interpreter snapshot of language for a memory
-// limit: it changes with anything the image depends on (the runtime's
-// module, data and start-up program, the limit, the architecture, and
-// whether the compiled code has bounds checks or relies on guard pages), so
-// an image made by another binary or for other limits is never used.
-func SnapshotKey(language string, memoryBytes uint64) (string, error) {
-	id, ok := identities[language]
+// SnapshotKey names the interpreter snapshot of language, or of one of its
+// variants, for a memory limit: it changes with anything the image depends
+// on (the runtime's module, data and start-up program, the variant's
+// imports, the limit, the architecture, and whether the compiled code has
+// bounds checks or relies on guard pages), so an image made by another
+// binary or for other limits is never used.
+func SnapshotKey(language, variant string, memoryBytes uint64) (string, error) {
+	identity, ok := identities[language]
 	if !ok {
 		return "", fmt.Errorf("unknown language %q", language)
 	}
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00guard-pages=%t", id(), memoryBytes, runtime.GOARCH, runtimes.GuardPages()))
+	id, err := identity(variant)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%s\x00guard-pages=%t", id, memoryBytes, runtime.GOARCH, runtimes.GuardPages()))
 	return language + "-" + hex.EncodeToString(h[:16]), nil
 }

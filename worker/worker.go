@@ -243,21 +243,38 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 }
 
 // writeSnapshot is the whole work of a ModeSnapshot worker: compile (which
-// also fills the compilation cache), start an interpreter, write its image
-// to the snapshot descriptor. It reads no request and runs nothing
-// untrusted, so it needs no lockdown beyond the supervisor's namespaces.
+// also fills the compilation cache) and write the compiled image, start an
+// interpreter, write its image to the snapshot descriptor. A variant's
+// worker loads the compiled image it is given instead, and imports the
+// variant's packages after the start-up. It reads no request and runs nothing untrusted, so it needs
+// no lockdown beyond the supervisor's namespaces.
 func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
 		return err
 	}
-	engine, err := Compile(ctx, setup.Language, runtimes.Config{
+	cfg := runtimes.Config{
 		MemoryLimitBytes: setup.MemoryBytes,
 		CacheDir:         setup.CacheDir,
 		ScratchBytes:     setup.ScratchBytes,
 		PythonPath:       setup.PythonPath,
 		BundledPackages:  setup.BundledPackages,
-		ImageWriter:      os.NewFile(ipc.ImageFD, "compiled image"),
-	})
+		Variant:          setup.Variant,
+	}
+	if setup.Variant == "" {
+		cfg.ImageWriter = os.NewFile(ipc.ImageFD, "compiled image")
+	} else {
+		// A variant runs the plain snapshot's module, whose compiled
+		// image it is given, and yields the CPU to calls.
+		if err := lowerPriority(); err != nil {
+			return fmt.Errorf("lowering the priority of a variant's snapshot worker: %w", err)
+		}
+		image, err := mapImage(ipc.ImageFD)
+		if err != nil {
+			return err
+		}
+		cfg.CompiledImage = image
+	}
+	engine, err := Compile(ctx, setup.Language, cfg)
 	if err != nil {
 		return err
 	}

@@ -232,18 +232,20 @@ func (b *bench) firstAnswer(cacheHome, tool string) (initMS, firstMS float64, lo
 
 // preparation reads where the preparation of language went from a server's
 // JSON log: its "runtime prepared" line, which the server writes when the
-// cache was empty.
+// cache was empty (a Python snapshot variant's line, written when a call
+// first asks for it, names its variant and is not the runtime's).
 func preparation(log, language string) (p preparedRow, ok bool) {
 	for line := range strings.Lines(log) {
 		var m struct {
 			Message      string  `json:"@message"`
 			Language     string  `json:"language"`
+			Variant      string  `json:"variant"`
 			Duration     float64 `json:"duration_ms"`
 			Worker       float64 `json:"worker_ms"`
 			WorkerCPU    float64 `json:"worker_cpu_ms"`
 			StoreAndSeal float64 `json:"store_and_seal_ms"`
 		}
-		if json.Unmarshal([]byte(line), &m) == nil && m.Message == "runtime prepared" && m.Language == language {
+		if json.Unmarshal([]byte(line), &m) == nil && m.Message == "runtime prepared" && m.Language == language && m.Variant == "" {
 			return preparedRow{total: m.Duration, worker: m.Worker, workerCPU: m.WorkerCPU, seal: m.StoreAndSeal}, true
 		}
 	}
@@ -316,18 +318,44 @@ type latencyCase struct {
 	what  string        // the code, as the table shows it
 	code  string        // the code
 	pause time.Duration // between calls
+	// variant is the snapshot variant the code's calls start from once
+	// the server has made it (on the first such call): the row measures
+	// them from then on.
+	variant string
 }
 
+// variantWait bounds the unmeasured calls a row makes while the server
+// makes its snapshot variant (seconds; a binary without variants never
+// logs one).
+const variantWait = time.Minute
+
 // latency makes n calls one at a time, pausing between them, after warmup
-// unmeasured ones and a second for the pool to fill.
+// unmeasured ones (and, for a variant's row, those until the server's log
+// says a call started from the variant) and a second for the pool to fill.
 func (b *bench) latency(s *server, language, tool string, c latencyCase) (latencyRow, error) {
 	row := latencyRow{language: language, pool: c.pool, what: c.what, pause: c.pause}
 	logf("latency: %s, pool %s, %s, %s apart, %d calls", language, c.pool, c.what, c.pause, b.o.n)
+	warmStart := s.stderr.len()
 	for range b.o.warmup {
 		if _, err := s.call(tool, c.code); err != nil {
 			return row, err
 		}
 		time.Sleep(c.pause)
+	}
+	if c.variant != "" {
+		started := time.Now()
+		inUse := func() bool { return startedFromVariant(s.stderr.since(warmStart), c.variant) }
+		for !inUse() && time.Since(started) < variantWait {
+			if _, err := s.call(tool, c.code); err != nil {
+				return row, err
+			}
+			time.Sleep(c.pause)
+		}
+		if inUse() {
+			logf("latency: calls start from the %s snapshot variant, after %s of unmeasured calls", c.variant, time.Since(started).Round(time.Millisecond))
+		} else {
+			logf("latency: no call started from a %s snapshot variant within %s", c.variant, variantWait)
+		}
 	}
 	time.Sleep(time.Second)
 	logStart := s.stderr.len()
@@ -428,8 +456,8 @@ func (b *bench) warmPool() error {
 		}
 		if l.tool == toolPython {
 			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause},
-				latencyCase{pool: "warm (2)", what: "sympy", code: sympyPython, pause: sequentialPause},
-				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause})
+				latencyCase{pool: "warm (2)", what: "sympy", code: sympyPython, pause: sequentialPause, variant: "sympy"},
+				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause, variant: "networkx"})
 		}
 		for _, c := range cases {
 			row, err := b.latency(s, l.name, l.tool, c)

@@ -187,7 +187,9 @@ func (r *report) printLatency(p printer) {
 	p("")
 	p("One call at a time with a pause between calls, %d calls per row after %d unmeasured: trivial code "+
 		"(`%s`), and for Python a realistic call (common imports, a 200-row table built and summarised) "+
-		"and the heaviest bundled packages (sympy: `%s`; networkx: `%s`). "+
+		"and the heaviest bundled packages (sympy: `%s`; networkx: `%s`), whose rows start once the "+
+		"server's log says a call started from the package's snapshot variant (made on the first such call; "+
+		"unmeasured calls for up to a minute). "+
 		"Round trip measured by the client; the server's own `duration_ms` beside it. Worker CPU/call is "+
 		"the CPU of one worker's whole life (start, compile, lockdown, interpreter, run, exit); server "+
 		"CPU/call is the server's own (target ≤ %s).",

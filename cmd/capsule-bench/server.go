@@ -217,11 +217,7 @@ func (a answer) check(tool string, isError bool) error {
 // each worker reported for each phase of its life (worker_cpu_PHASE_ms).
 func workerPhases(log string) map[string][]float64 {
 	out := map[string][]float64{}
-	for line := range strings.Lines(log) {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "execution" {
-			continue
-		}
+	for m := range executions(log) {
 		for k, v := range m {
 			phase, ok := strings.CutPrefix(k, "worker_cpu_")
 			f, isNum := v.(float64)
@@ -231,4 +227,30 @@ func workerPhases(log string) map[string][]float64 {
 		}
 	}
 	return out
+}
+
+// executions yields the server's execution log lines (JSON) in log.
+func executions(log string) func(func(map[string]any) bool) {
+	return func(yield func(map[string]any) bool) {
+		for line := range strings.Lines(log) {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil || m["@message"] != "execution" {
+				continue
+			}
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// startedFromVariant reports whether log has a call that started from the
+// snapshot variant.
+func startedFromVariant(log, variant string) bool {
+	for m := range executions(log) {
+		if m["variant"] == variant {
+			return true
+		}
+	}
+	return false
 }

@@ -39,13 +39,13 @@ func TestShutdownOnSignalSaysShutdown(t *testing.T) {
 	sleep := map[string]any{"code": "import time\ntime.sleep(30)"}
 	t.Run("ts-http", func(t *testing.T) {
 		s := startHTTPServer(t, []string{"CAPSULE_AUTH_TOKEN=" + testToken}, "--shutdown-grace", "1s")
-		done := make(chan tsRun, 1)
+		// runTS stays on the test's goroutine: a t.Fatal from another
+		// goroutine would leave this one waiting for ever.
 		go func() {
-			done <- runTS(t, tsHTTP(s, []map[string]any{{"op": "call", "name": "execute_python", "arguments": sleep}}))
+			time.Sleep(3 * time.Second) // node starts, connects and calls
+			s.cmd.Process.Signal(syscall.SIGTERM)
 		}()
-		time.Sleep(3 * time.Second) // node starts, connects and calls
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		run := <-done
+		run := runTS(t, tsHTTP(s, []map[string]any{{"op": "call", "name": "execute_python", "arguments": sleep}}))
 		var o sdkOutcome
 		if err := json.Unmarshal(run.Steps[0].OK, &o); err != nil {
 			t.Fatalf("%+v: %v", run.Steps[0], err)

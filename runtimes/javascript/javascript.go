@@ -105,6 +105,9 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	if pages == 0 || pages > 65536 {
 		return nil, fmt.Errorf("javascript: memory limit %d bytes is not between 64KiB and 4GiB", cfg.MemoryLimitBytes)
 	}
+	if cfg.Variant != "" {
+		return nil, fmt.Errorf("javascript: no snapshot variant %q: the JavaScript runtime has none", cfg.Variant)
+	}
 	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(uint32(pages))
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)

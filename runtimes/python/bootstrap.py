@@ -352,11 +352,14 @@ def _flush():
 
 
 def _fresh_random():
-    """Seed the random module anew: its state was imported into the
+    """Seed the random module anew, and the generators a snapshot variant's
+    packages made for themselves: their state was imported into the
     snapshot, and two calls must never see the same numbers."""
     r = sys.modules.get("random")
     if r is not None:
         r.seed()
+    for g in _own_random:
+        g.seed()
 
 
 def _main():
@@ -406,6 +409,34 @@ def _send_report(report):
     view = memoryview(data)
     while view:
         view = view[_write(_RESULT_FD, view):]
+
+
+# --- Snapshot variants (variants.go): the same interpreter with heavy
+# packages imported and warmed up. A generator such a package seeds from
+# entropy at import (sympy's, for one) would be shared by every call made
+# from the snapshot, so each is recorded and seeded anew per call, as
+# random's own; one seeded with a given value keeps it, as after a plain
+# import.
+_own_random = []
+
+
+def _preload(modules, warm_up):
+    import random
+    seed = random.Random.seed
+
+    def recording_seed(self, a=None, version=2):
+        seed(self, a, version)
+        _own_random[:] = [g for g in _own_random if g is not self]
+        if a is None:
+            _own_random.append(self)
+
+    random.Random.seed = recording_seed
+    try:
+        for name in modules:
+            __import__(name)
+        exec(warm_up, {"__name__": "__capsule_warm_up__"})
+    finally:
+        random.Random.seed = seed
 
 
 # The modules that calls commonly import, imported once for all of them.

@@ -177,6 +177,9 @@ type engine struct {
 	filesOut   fileset.Limits
 	limitBytes uint64
 	running    atomic.Int32 // guests whose capsule_run has not returned
+	// program is what capsule_init runs: the bootstrap, and the
+	// variant's imports for a variant's snapshot.
+	program string
 }
 
 // Compile compiles the interpreter and the host functions it imports. It does
@@ -226,6 +229,10 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		return fail(fmt.Errorf("python: wasi host module: %w", err))
 	}
 
+	v, err := variant(cfg.Variant)
+	if err != nil {
+		return fail(err)
+	}
 	data, err := snapshot.ParseData(moduleData)
 	if err != nil {
 		return fail(fmt.Errorf("python: %w", err))
@@ -278,6 +285,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		scratch:    cfg.ScratchBytes,
 		filesOut:   cfg.FilesOut,
 		limitBytes: pages * wasmPage,
+		program:    v.program(),
 	}, nil
 }
 
@@ -399,7 +407,8 @@ func (e *engine) instantiate(ctx context.Context, streams runtimes.Streams) (*in
 }
 
 // start runs what the snapshot holds: the data segments, wasi-libc's
-// constructors, CPython's start-up and the bootstrap.
+// constructors, CPython's start-up and the bootstrap, with the variant's
+// imports for a variant's snapshot.
 func (in *instance) start() error {
 	if err := in.engine.data.Apply(in.mod.Memory()); err != nil {
 		return err
@@ -410,7 +419,7 @@ func (in *instance) start() error {
 			return fmt.Errorf("the module has no %s (rebuild it with runtimes/python/build.sh)", name)
 		}
 		if name == "capsule_init" {
-			in.stdin.preload([]byte(bootstrap))
+			in.stdin.preload([]byte(in.engine.program))
 		}
 		res, err := f.Call(in.callCtx)
 		if err != nil {

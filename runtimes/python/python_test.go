@@ -31,6 +31,7 @@ var (
 type engineKey struct {
 	limit   uint64
 	bundled bool
+	variant string
 }
 
 func TestMain(m *testing.M) {
@@ -60,7 +61,7 @@ func sharedEngine(tb testing.TB, key engineKey) runtimes.Engine {
 		return e
 	}
 	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: key.limit, CacheDir: cacheDir,
-		ScratchBytes: testScratch, FilesOut: testFilesOut, BundledPackages: key.bundled})
+		ScratchBytes: testScratch, FilesOut: testFilesOut, BundledPackages: key.bundled, Variant: key.variant})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)
 	}

@@ -50,10 +50,12 @@ func (n Name) String() string {
 }
 
 // Maker runs a snapshot worker for name that writes the interpreter
-// snapshot into snapshot and the compiled image into code, both empty
-// memfds, and returns once the worker has exited, with the CPU time it
-// used (compiling the module is nearly all of it). key is what the worker
-// stamps the snapshot with. It must give up when ctx ends.
+// snapshot into snapshot, an empty memfd, and returns once the worker has
+// exited, with the CPU time it used. code is the compiled image: an empty
+// memfd the worker writes it into (compiling the module is then nearly all
+// of the CPU), or for a variant its language's sealed one, which the worker
+// loads the module from. key is what the worker stamps the snapshot with.
+// It must give up when ctx ends.
 type Maker func(ctx context.Context, name Name, key string, snapshot, code *os.File) (cpu time.Duration, err error)
 
 // Options configure a Cache.
@@ -87,6 +89,8 @@ type Snapshot struct {
 	Image, Code *os.File
 	// Key is the full key the snapshot was made and stamped with.
 	Key string
+	// shared says Code is another entry's (a variant's language's).
+	shared bool
 }
 
 // Cache holds the entries made or loaded so far, and the verified cache
@@ -103,6 +107,8 @@ type Cache struct {
 	key []byte
 	mu  sync.Mutex
 	by  map[Name]*entry
+	// closed refuses new entries: Close is releasing the files.
+	closed bool
 }
 
 type entry struct {
@@ -142,10 +148,14 @@ func Open(opts Options) (*Cache, error) {
 // Get returns name's snapshot, loading or making it on the first call;
 // concurrent callers wait for that. Without one (it could not be made: the
 // reason is logged once) it returns nil, and workers start their
-// interpreter cold.
+// interpreter cold (or, for a variant, from the plain snapshot).
 func (c *Cache) Get(name Name) *Snapshot {
 	c.mu.Lock()
 	e, ok := c.by[name]
+	if !ok && c.closed {
+		c.mu.Unlock()
+		return nil
+	}
 	if !ok {
 		e = &entry{}
 		c.by[name] = e
@@ -155,8 +165,11 @@ func (c *Cache) Get(name Name) *Snapshot {
 		start := time.Now()
 		snap, made, err := c.load(name)
 		if err != nil {
-			c.opts.Log.Error("no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU",
-				"snapshot", name.String(), "error", err)
+			what := "no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU"
+			if name.Variant != "" {
+				what = "no snapshot of this variant: calls that would start from it start from the plain one, which costs them far more CPU"
+			}
+			c.opts.Log.Error(what, "snapshot", name.String(), "error", err)
 			return
 		}
 		e.snap = snap
@@ -167,16 +180,24 @@ func (c *Cache) Get(name Name) *Snapshot {
 }
 
 // Close releases the sealed files and the directory, and removes a
-// private directory. Workers that have the files keep their own
-// descriptors.
+// private directory, once the entries being made are done (Options.Stopped
+// gives them up). Workers that have the files keep their own descriptors.
 func (c *Cache) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	// Without the lock: a variant being made gets its plain entry.
+	for _, e := range c.by {
+		e.once.Do(func() {})
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.by {
-		e.once.Do(func() {})
 		if e.snap != nil {
 			e.snap.Image.Close()
-			e.snap.Code.Close()
+			if !e.snap.shared {
+				e.snap.Code.Close()
+			}
 		}
 	}
 	if c.dir != nil {
@@ -218,22 +239,40 @@ func validName(s string) bool {
 	return s != ""
 }
 
+// ownFiles are the artifacts an entry keeps of its own. A variant runs the
+// same module as its language's plain interpreter, so it shares that
+// entry's compiled image and keeps only its snapshot.
+func ownFiles(name Name) []string {
+	if name.Variant != "" {
+		return artifacts[:1]
+	}
+	return artifacts[:]
+}
+
 // load finds name's snapshot and compiled image in the cache directory,
-// verified, or makes them.
+// verified, or makes them. A variant's compiled image is its language's
+// plain entry's, which is loaded or made first.
 func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 	key, err := c.fullKey(name)
 	if err != nil {
 		return nil, false, err
 	}
-	var files [2]*os.File
-	var names [2]string
-	for i, a := range artifacts {
+	var base *Snapshot
+	if name.Variant != "" {
+		if base = c.Get(Name{Language: name.Language}); base == nil {
+			return nil, false, fmt.Errorf("a variant needs the compiled image of %s's plain snapshot, which could not be made", name.Language)
+		}
+	}
+	kinds := ownFiles(name)
+	names := make([]string, len(kinds))
+	for i, a := range kinds {
 		names[i] = a + key + ".img"
 	}
 	if c.dir != nil {
-		if files, err = c.read(names); err == nil {
+		files, err := c.read(names)
+		if err == nil {
 			c.touch(names[0])
-			return &Snapshot{Image: files[0], Code: files[1], Key: key}, false, nil
+			return newSnapshot(files, base, key), false, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			c.opts.Log.Warn("interpreter snapshot refused; making it again", "dir", c.dir.Name(), "error", err)
@@ -244,10 +283,9 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 		}
 	}
 	// The one slow step of a first start: tell whoever watches stderr.
-	c.opts.Log.Info("preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; "+
-		"later starts reuse the cache", name.logArgs("cache", c.dirOrNone())...)
+	c.opts.Log.Info(preparing(name), name.logArgs("cache", c.dirOrNone())...)
 	start := time.Now()
-	made2, cpu, err := c.make(name, key)
+	files, cpu, err := c.make(name, key, base)
 	if err != nil {
 		return nil, false, err
 	}
@@ -257,7 +295,7 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 			"worker_ms", millis(madeAt.Sub(start)), "worker_cpu_ms", millis(cpu),
 			"store_and_seal_ms", millis(time.Since(madeAt)))...)
 	}()
-	for i, f := range made2 {
+	for i, f := range files {
 		if c.dir != nil {
 			if err := storeImage(f, int(c.dir.Fd()), names[i], c.key); err != nil {
 				// It works; only the next start pays for it again.
@@ -265,62 +303,87 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 			}
 		}
 		if files[i], err = seal(f); err != nil {
+			closeFiles(files[i+1:])
+			closeFiles(files[:i])
 			return nil, false, err
 		}
 	}
 	if c.dir != nil {
 		c.prune(name)
 	}
-	return &Snapshot{Image: files[0], Code: files[1], Key: key}, true, nil
+	return newSnapshot(files, base, key), true, nil
 }
 
-// read reads both stored files of an entry, verified.
-func (c *Cache) read(names [2]string) ([2]*os.File, error) {
-	var files [2]*os.File
+// newSnapshot is the entry of an entry's own files (the snapshot, and the
+// compiled image unless base, the plain entry of a variant, has it).
+func newSnapshot(files []*os.File, base *Snapshot, key string) *Snapshot {
+	s := &Snapshot{Image: files[0], Key: key}
+	if base != nil {
+		s.Code, s.shared = base.Code, true
+	} else {
+		s.Code = files[1]
+	}
+	return s
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// read reads the stored files of an entry, verified.
+func (c *Cache) read(names []string) ([]*os.File, error) {
+	files := make([]*os.File, len(names))
 	for i, n := range names {
 		f, err := readVerified(int(c.dir.Fd()), n, c.key, c.opts.MaxBytes)
 		if err != nil {
-			if i == 1 {
-				files[0].Close()
-			}
-			return [2]*os.File{}, err
+			closeFiles(files)
+			return nil, err
 		}
 		files[i] = f
 	}
 	return files, nil
 }
 
-// make runs a snapshot worker that writes the snapshot and the compiled
-// image into new memfds, and returns them with the worker's CPU time.
-func (c *Cache) make(name Name, key string) ([2]*os.File, time.Duration, error) {
-	var files [2]*os.File
-	closeAll := func() {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	for i := range files {
-		f, err := newMemfd("capsule-" + artifacts[i] + name.String())
+// make runs a snapshot worker that writes the snapshot, and the compiled
+// image unless base has it, into new memfds, and returns them with the
+// worker's CPU time.
+func (c *Cache) make(name Name, key string, base *Snapshot) ([]*os.File, time.Duration, error) {
+	kinds := ownFiles(name)
+	files := make([]*os.File, len(kinds))
+	for i, a := range kinds {
+		f, err := newMemfd("capsule-" + a + name.String())
 		if err != nil {
-			closeAll()
-			return files, 0, err
+			closeFiles(files)
+			return nil, 0, err
 		}
 		files[i] = f
 	}
+	code := base.codeOr(files)
 	parent := c.opts.Stopped
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(parent, makeTimeout)
 	defer cancel()
-	cpu, err := c.opts.Make(ctx, name, key, files[0], files[1])
+	cpu, err := c.opts.Make(ctx, name, key, files[0], code)
 	if err != nil {
-		closeAll()
-		return files, 0, fmt.Errorf("snapshot worker: %w", err)
+		closeFiles(files)
+		return nil, 0, fmt.Errorf("snapshot worker: %w", err)
 	}
 	return files, cpu, nil
+}
+
+// codeOr is the compiled image a snapshot worker gets: base's, sealed,
+// when there is a base, otherwise the new memfd it writes the image to.
+func (base *Snapshot) codeOr(files []*os.File) *os.File {
+	if base != nil {
+		return base.Code
+	}
+	return files[1]
 }
 
 // logArgs are the log fields that name an entry, followed by more.
@@ -342,3 +405,13 @@ func (c *Cache) dirOrNone() string {
 
 // millis is d in milliseconds, as the logs give durations.
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// preparing is the log line that says name's entry is being made: the
+// slow step of a first start for a plain entry (it compiles the module),
+// of a variant's first call for a variant (it imports the packages).
+func preparing(n Name) string {
+	if n.Variant != "" {
+		return "preparing a snapshot variant: starting the interpreter and importing its packages, once per binary; later starts reuse the cache"
+	}
+	return "preparing the runtime: compiling it for this machine and starting its interpreter, once per binary; later starts reuse the cache"
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,17 +38,33 @@ func fakeImage(key string, i int) []byte {
 	return b
 }
 
+// testWriter sends the cache's warnings to the test's log, so that a
+// failure shows why the cache refused or could not make an entry.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
 // harness is a cache directory and a snapshot worker that counts its runs.
 type harness struct {
 	root, dir string
 	makes     atomic.Int32
 	version   string // part of the key: another value is another entry
+	// made counts the runs per name; failing names fail to be made.
+	mu      sync.Mutex
+	made    map[Name]int
+	failing map[Name]bool
+	// gotCode is the compiled image the last variant's worker was given.
+	gotCode []byte
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	root := t.TempDir()
-	return &harness{root: root, dir: filepath.Join(root, "capsule", "1.0"), version: "v1"}
+	return &harness{root: root, dir: filepath.Join(root, "capsule", "1.0"), version: "v1", made: map[Name]int{}, failing: map[Name]bool{}}
 }
 
 func (h *harness) open(t *testing.T) (*Cache, error) {
@@ -57,10 +74,25 @@ func (h *harness) open(t *testing.T) (*Cache, error) {
 		Root:     h.root,
 		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
 		MaxBytes: 1 << 20,
-		Log:      hclog.NewNullLogger(),
+		Log:      hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn}),
 		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
-			for i, f := range []*os.File{image, code} {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.made[n]++
+			if h.failing[n] {
+				return 0, errors.New("failed on purpose")
+			}
+			files := []*os.File{image, code}
+			if n.Variant != "" {
+				// A variant's worker loads its language's compiled image.
+				b, err := io.ReadAll(io.NewSectionReader(code, 0, 1<<30))
+				if err != nil {
+					return 0, err
+				}
+				h.gotCode, files = b, files[:1]
+			}
+			for i, f := range files {
 				if _, err := f.WriteAt(fakeImage(key, i), 0); err != nil {
 					return 0, err
 				}
@@ -74,30 +106,56 @@ func (h *harness) open(t *testing.T) (*Cache, error) {
 // its contents and closes the cache.
 func (h *harness) get(t *testing.T) {
 	t.Helper()
+	h.getName(t, python)
+}
+
+// getName is get for any name; a variant's compiled image must be its
+// language's.
+func (h *harness) getName(t *testing.T, name Name) {
+	t.Helper()
 	c, err := h.open(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	got := make(chan *Snapshot, 1)
-	go func() { got <- c.Get(python) }()
-	var s *Snapshot
-	select {
-	case s = <-got:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Get did not return within 20s")
-	}
+	s := getWithin(t, c, name)
 	if s == nil {
 		t.Fatal("no snapshot")
+	}
+	codeKey := s.Key
+	if name.Variant != "" {
+		base := getWithin(t, c, Name{Language: name.Language})
+		if base == nil || base.Code != s.Code {
+			t.Fatal("the variant does not share its language's compiled image")
+		}
+		codeKey = base.Key
 	}
 	for i, f := range []*os.File{s.Image, s.Code} {
 		b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(b, fakeImage(s.Key, i)) {
+		want := fakeImage(s.Key, i)
+		if i == 1 {
+			want = fakeImage(codeKey, 1)
+		}
+		if !bytes.Equal(b, want) {
 			t.Fatalf("file %d of the snapshot holds other bytes than were made", i)
 		}
+	}
+}
+
+// getWithin is c.Get(name), failing the test after 20 seconds.
+func getWithin(t *testing.T, c *Cache, name Name) *Snapshot {
+	t.Helper()
+	got := make(chan *Snapshot, 1)
+	go func() { got <- c.Get(name) }()
+	select {
+	case s := <-got:
+		return s
+	case <-time.After(20 * time.Second):
+		t.Fatal("Get did not return within 20s")
+		return nil
 	}
 }
 
@@ -405,5 +463,114 @@ func TestInvalidNames(t *testing.T) {
 		if c.Get(n) != nil {
 			t.Errorf("%+v: made an entry for an invalid name", n)
 		}
+	}
+}
+
+var sympy = Name{Language: "python", Variant: "sympy"}
+
+// TestVariants: a variant is made once its language's plain entry is
+// ready, whose compiled image its worker is given and which it shares; it
+// keeps only its own snapshot, verified like any; a tampered one is made
+// again, alone.
+func TestVariants(t *testing.T) {
+	h := newHarness(t)
+	h.getName(t, sympy)
+	if h.made[python] != 1 || h.made[sympy] != 1 {
+		t.Fatalf("made %v, want the plain entry and the variant once each", h.made)
+	}
+	if !bytes.Equal(h.gotCode, fakeImage(h.keyOf(t, python), 1)) {
+		t.Fatal("the variant's worker was not given the plain entry's compiled image")
+	}
+	if got := h.files(t, "*.img"); len(got) != 3 || len(h.files(t, "code-python-sympy.*")) != 0 {
+		t.Fatalf("stored %v, want the plain snapshot and compiled image and the variant's snapshot", got)
+	}
+	h.getName(t, sympy)
+	if h.made[python] != 1 || h.made[sympy] != 1 {
+		t.Fatalf("made %v: a filled cache made them again", h.made)
+	}
+
+	img := h.files(t, "snapshot-python-sympy.*.img")[0]
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 1
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.getName(t, sympy)
+	if h.made[python] != 1 || h.made[sympy] != 2 {
+		t.Fatalf("made %v, want the tampered variant made again, and only it", h.made)
+	}
+}
+
+// keyOf is the full key of name in h's cache.
+func (h *harness) keyOf(t *testing.T, name Name) string {
+	t.Helper()
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	key, err := c.fullKey(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// TestVariantWithoutPlain: without its language's plain entry, a variant
+// is not made (nothing to build on), and Get says so with nil.
+func TestVariantWithoutPlain(t *testing.T) {
+	h := newHarness(t)
+	h.failing[python] = true
+	c, err := h.open(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if getWithin(t, c, sympy) != nil {
+		t.Fatal("a variant without a plain entry")
+	}
+	if h.made[sympy] != 0 {
+		t.Fatal("the variant's worker ran without a compiled image")
+	}
+}
+
+// TestCloseWhileMaking: Close gives up an entry being made (through
+// Options.Stopped) and returns; a variant's worker that was waiting for
+// its plain entry does not hold it up.
+func TestCloseWhileMaking(t *testing.T) {
+	h := newHarness(t)
+	stopped, stop := context.WithCancel(context.Background())
+	entered := make(chan struct{})
+	c, err := Open(Options{
+		Dir: h.dir, Root: h.root, MaxBytes: 1 << 20, Log: hclog.NewNullLogger(), Stopped: stopped,
+		Key: func(n Name) (string, error) { return n.String(), nil },
+		Make: func(ctx context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
+			close(entered)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Snapshot, 1)
+	go func() { got <- c.Get(sympy) }()
+	<-entered
+	stop()
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return within 20s")
+	}
+	if <-got != nil {
+		t.Fatal("a snapshot from a worker that was given up")
+	}
+	if c.Get(Name{Language: "javascript"}) != nil {
+		t.Fatal("a closed cache made a new entry")
 	}
 }

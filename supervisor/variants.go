@@ -1,0 +1,149 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"capsule/runtimes"
+	"capsule/runtimes/python"
+	"capsule/supervisor/demand"
+	"capsule/supervisor/importscan"
+	"capsule/supervisor/snapcache"
+)
+
+// variantStartGuess is how long a variant's worker start is taken to
+// last until one has been measured (a restore of a larger image than the
+// plain one's: 60 to 100 ms of CPU).
+const variantStartGuess = 100 * time.Millisecond
+
+// variants are the Python snapshot variants the server uses
+// (python.Variants, as --python-variants chose them): each made on its
+// first call, once every language's plain snapshot and first worker are
+// ready, and kept in a pool sized by its own calls. Until then, and for
+// good when it cannot be made, its calls start from the plain snapshot:
+// slower, never wrong.
+type variants struct {
+	// closed ends when the supervisor closes: a snapshot being made is
+	// given up, and no pool is started after it.
+	closed context.Context
+	close  context.CancelFunc
+	// byName holds the configured variants; empty without any.
+	byName map[string]*variant
+}
+
+// variant is one snapshot variant's state.
+type variant struct {
+	s      *Supervisor
+	name   snapcache.Name
+	demand *demand.Meter
+	make   sync.Once
+	// snap is set once the snapshot is ready, after pool.
+	snap atomic.Pointer[snapcache.Snapshot]
+	mu   sync.Mutex
+	pool *pool // nil without a Python pool, or until the snapshot is ready
+	shut bool
+}
+
+// newVariants sets up the configured variants. A one-shot command (no
+// Prewarm) has none: making a variant would cost it more than it saves.
+// Nor has a server without the bundled packages, whose modules they are.
+func newVariants(s *Supervisor) *variants {
+	vs := &variants{byName: map[string]*variant{}}
+	vs.closed, vs.close = context.WithCancel(context.Background())
+	if !s.cfg.Prewarm || !s.cfg.BundledPackages {
+		return vs
+	}
+	for _, name := range s.cfg.PythonVariants {
+		vs.byName[name] = &variant{
+			s:      s,
+			name:   snapcache.Name{Language: runtimes.Python, Variant: name},
+			demand: demand.New(s.cfg.Pool[runtimes.Python], s.cfg.PoolIdle, variantStartGuess),
+		}
+	}
+	return vs
+}
+
+// pick returns the variant for req, or nil for the plain interpreter.
+func (vs *variants) pick(req Request) *variant {
+	if len(vs.byName) == 0 || req.Language != runtimes.Python {
+		return nil
+	}
+	for _, name := range python.VariantsFor(importscan.Modules(req.Code)) {
+		if v := vs.byName[name]; v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// shutdown gives up a snapshot being made and closes the variants' pools.
+func (vs *variants) shutdown() {
+	vs.close()
+	for _, v := range vs.byName {
+		v.mu.Lock()
+		v.shut = true
+		pl := v.pool
+		v.mu.Unlock()
+		if pl != nil {
+			pl.close()
+		}
+	}
+}
+
+// variantWorker returns a ready worker started from the variant snapshot
+// req's imports ask for, or nil: no variant fits, its snapshot is not
+// ready yet (the call starts it being made), or its worker did not start.
+func (s *Supervisor) variantWorker(ctx context.Context, req Request) *process {
+	v := s.variants.pick(req)
+	if v == nil {
+		return nil
+	}
+	v.demand.Called(time.Now())
+	if v.snap.Load() == nil {
+		v.make.Do(func() { go v.makeSnapshot() })
+		return nil
+	}
+	if v.pool != nil {
+		v.pool.signal() // its size may have grown with this call
+		if p := v.pool.takeWait(ctx); p != nil {
+			return p
+		}
+	}
+	p, err := s.startWorker(ctx, v.name)
+	if err != nil {
+		s.log.Warn("a variant's worker did not start; the call starts from the plain snapshot",
+			"snapshot", v.name.String(), "error", err)
+		return nil
+	}
+	return p
+}
+
+// makeSnapshot makes or loads the variant's snapshot once the plain
+// snapshots are ready (a plain call never waits for a variant), then
+// starts its pool.
+func (v *variant) makeSnapshot() {
+	s := v.s
+	for _, pl := range s.pools {
+		select {
+		case <-pl.warm:
+		case <-s.variants.closed.Done():
+			return
+		}
+	}
+	snap := s.snapshots.Get(v.name)
+	if snap == nil {
+		return // the cache said why; calls keep starting from the plain snapshot
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.shut {
+		return
+	}
+	if s.cfg.Pool[runtimes.Python] > 0 {
+		v.pool = newDemandPool(s, v.name, v.demand, s.cfg.PoolIdle)
+	}
+	v.snap.Store(snap)
+	s.log.Info("snapshot variant ready", "snapshot", v.name.String())
+}
