@@ -78,7 +78,8 @@ wazero-check: wazero
 # the package's testdata/fuzz/ and stay as regression cases.
 FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
 	supervisor:FuzzReturnedFiles supervisor:FuzzDone worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
-	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules
+	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules \
+	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString
 
 fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/supervisor/toolcall"
 )
 
 // FileInfo describes one file a call returned, in structuredContent.
@@ -177,8 +177,10 @@ func (a *Answer) filesText() string {
 // FileContents is the MCP content of the files returned and sent, in path
 // order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
 // image content, other files as embedded resources at
-// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob.
-func (a *Answer) FileContents() []mcp.Content {
+// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
+// call, when the transport split the request, each file's content is a
+// placeholder that the transport replaces, encoding the file once.
+func (a *Answer) FileContents(call *toolcall.Call) []mcp.Content {
 	var out []mcp.Content
 	for i, f := range a.returned.files {
 		if f.Truncated {
@@ -188,12 +190,11 @@ func (a *Answer) FileContents() []mcp.Content {
 		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
 		switch {
 		case k.Image:
-			out = append(out, mcp.NewImageContent(base64.StdEncoding.EncodeToString(f.Data), k.MIME))
+			out = append(out, mcp.NewImageContent(call.Base64(f.Data), k.MIME))
 		case k.Text:
-			out = append(out, mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: string(f.Data)}))
+			out = append(out, mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
 		default:
-			out = append(out, mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: uri, MIMEType: k.MIME,
-				Blob: base64.StdEncoding.EncodeToString(f.Data)}))
+			out = append(out, mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
 		}
 	}
 	return out

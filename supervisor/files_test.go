@@ -64,7 +64,7 @@ func TestReturnedFiles(t *testing.T) {
 		!strings.Contains(a.Text(), "latin1.csv (text/csv, 1000 bytes): not sent, over the files_out limit") {
 		t.Errorf("text %q", a.Text())
 	}
-	contents := a.FileContents()
+	contents := a.FileContents(nil)
 	if len(contents) != 3 {
 		t.Fatalf("%d contents", len(contents))
 	}
@@ -110,7 +110,7 @@ func TestReturnedFilesRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "bad frame") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want a bad frame naming %q", err, tt.want)
 			}
-			if len(a.Files) != 0 || len(a.FileContents()) != 0 || a.Error == nil || a.Error.Type != "WorkerError" {
+			if len(a.Files) != 0 || len(a.FileContents(nil)) != 0 || a.Error == nil || a.Error.Type != "WorkerError" {
 				t.Fatalf("answer %+v", a)
 			}
 		})
@@ -214,7 +214,7 @@ func FuzzReturnedFiles(f *testing.F) {
 		if sent > testFilesLimits.MaxFiles || total > testFilesLimits.MaxBytes {
 			t.Fatalf("%d files of %d bytes sent", sent, total)
 		}
-		if _, err := json.Marshal(mcp.CallToolResult{Content: a.FileContents(), StructuredContent: a}); err != nil {
+		if _, err := json.Marshal(mcp.CallToolResult{Content: a.FileContents(nil), StructuredContent: a}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
 	"capsule/runtimes/python"
+	"capsule/supervisor/toolcall"
 )
 
 // outputSchema describes Answer, the structuredContent of both tools.
@@ -256,7 +257,14 @@ func jsonType(v any) string {
 
 func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := ParseArguments(req.GetRawArguments())
+		// A transport that split the call decoded its arguments already,
+		// and mcp-go saw them empty (package toolcall).
+		call := toolcall.FromContext(ctx)
+		raw := req.GetRawArguments()
+		if call != nil {
+			raw = call.Arguments
+		}
+		args, err := ParseArguments(raw)
 		if err == nil {
 			err = s.checkTimeout(args.Timeout)
 		}
@@ -269,7 +277,7 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		}
 		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
 		res := mcp.NewToolResultStructured(a, a.Text())
-		res.Content = append(res.Content, a.FileContents()...)
+		res.Content = append(res.Content, a.FileContents(call)...)
 		res.IsError = a.IsError()
 		return res, nil
 	}

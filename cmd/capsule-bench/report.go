@@ -116,7 +116,7 @@ type report struct {
 	starts     []startRow
 	latency    []latencyRow
 	throughput []throughputRow
-	files      []filesRow
+	files      []*filesRow
 	serverMem  memStatus
 	workerMem  []workerMemRow
 

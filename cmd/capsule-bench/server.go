@@ -195,17 +195,22 @@ func (s *server) callArgs(tool string, args map[string]any) (answer, error) {
 			return a, fmt.Errorf("%s: structuredContent %s: %w", tool, b, err)
 		}
 	}
-	if res.IsError {
+	return a, a.check(tool, res.IsError)
+}
+
+// check fails for a call that failed or whose answer has no result.
+func (a answer) check(tool string, isError bool) error {
+	if isError {
 		msg := "no structured error"
 		if a.st.Error != nil {
 			msg = a.st.Error.Type + ": " + a.st.Error.Message
 		}
-		return a, fmt.Errorf("%s: the call failed: %s", tool, msg)
+		return fmt.Errorf("%s: the call failed: %s", tool, msg)
 	}
 	if a.st.Result == nil {
-		return a, errors.New(tool + ": the answer has no structuredContent")
+		return errors.New(tool + ": the answer has no structuredContent")
 	}
-	return a, nil
+	return nil
 }
 
 // workerPhases collects, from a server's JSON log, the CPU milliseconds

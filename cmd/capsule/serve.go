@@ -107,8 +107,10 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	done := make(chan error, 1)
 	// At the end of stdin, running calls get the shutdown grace to finish,
 	// and their answers a little longer to be written.
+	transport.WidenPipes(os.Stdin, os.Stdout)
 	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), answerGrace)
 	guard.OnEOF = func() { drain(sup, opts.ShutdownGrace, logger) }
+	stdio.SetContextFunc(guard.ServeToolCalls(mcpServer))
 	go func() { done <- stdio.Listen(listen, guard, guard) }()
 	logger.Info("serving MCP on stdio", "max_message", opts.MaxRequestBody)
 	select {

@@ -1,11 +1,14 @@
 package javascript
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -22,7 +25,7 @@ const collectBudget = 100 * time.Millisecond
 const (
 	kindText     = 0
 	kindBytes    = 1
-	kindTextNUL  = 2 // text with NULs, in NUL-free pieces
+	kindTextNUL  = 2 // more text after a NUL, for a file passed in
 	kindRejected = 3 // not a file's content; the value says why
 )
 
@@ -49,17 +52,22 @@ func (in *instance) addFile(f fileset.File) *runtimes.ErrorInfo {
 	if f.Binary {
 		return in.callAddFile(path, in.newArrayBuffer(f.Data), kindBytes)
 	}
-	// QTS_NewString reads a C string: text goes in NUL-free pieces.
-	for i, piece := range strings.Split(string(f.Data), "\x00") {
-		kind := float64(kindText)
-		if i > 0 {
-			kind = kindTextNUL
+	// QTS_NewString reads a C string: text goes in NUL-free pieces, each
+	// written straight from the file's bytes.
+	kind := float64(kindText)
+	for data := f.Data; ; kind = kindTextNUL {
+		piece := data
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			piece = data[:i]
 		}
-		if err := in.callAddFile(path, in.newString(piece), kind); err != nil {
+		if err := in.callAddFile(path, in.newStringBytes(piece), kind); err != nil {
 			return err
 		}
+		if len(piece) == len(data) {
+			return nil
+		}
+		data = data[len(piece)+1:]
 	}
-	return nil
 }
 
 // callAddFile calls the prelude's addFile and frees value.
@@ -180,8 +188,8 @@ func (in *instance) outputEntries(list uint32) ([]outputEntry, int64) {
 // offer gives one entry to the collector.
 func (in *instance) offer(c *fileset.Collector, e outputEntry) {
 	switch e.kind {
-	case kindText, kindTextNUL:
-		data := []byte(in.textOf(e))
+	case kindText:
+		data := in.textOf(e.value)
 		c.Add(e.path, int64(len(data)), false, func() ([]byte, error) { return data, nil })
 	case kindBytes:
 		n := in.call(in.fn.getArrayBufferLength, in.jsctx, e.value)
@@ -191,20 +199,50 @@ func (in *instance) offer(c *fileset.Collector, e outputEntry) {
 	}
 }
 
-// textOf is an output's text as UTF-8: a lone surrogate, which UTF-8
-// cannot hold, becomes U+FFFD, as TextEncoder makes it.
-func (in *instance) textOf(e outputEntry) string {
-	if e.kind == kindText {
-		return strings.ToValidUTF8(in.stringOf(e.value), "\uFFFD")
+// textOf is a string output's text as UTF-8, NULs included. QTS_GetString
+// gives it as a C string, which a NUL in the text does not end: the
+// string's length in UTF-16 units says where it ends. A lone surrogate,
+// which UTF-8 cannot hold, becomes U+FFFD, as TextEncoder makes it.
+func (in *instance) textOf(v uint32) []byte {
+	units := int(in.numberProp(v, "length"))
+	c := in.call(in.fn.getString, in.jsctx, v)
+	if c == 0 {
+		return []byte{}
 	}
-	n := int(in.numberProp(e.value, "length"))
-	pieces := make([]string, n)
-	for i := range pieces {
-		p := in.propAt(e.value, i)
-		pieces[i] = strings.ToValidUTF8(in.stringOf(p), "\uFFFD")
-		in.freeValue(p)
+	defer in.callv(in.fn.freeCString, in.jsctx, c)
+	b, _ := in.mem.Read(c, in.mem.Size()-c)
+	b = b[:utf8Len(b, units)]
+	if utf8.Valid(b) {
+		return slices.Clone(b)
 	}
-	return strings.Join(pieces, "\x00")
+	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
+}
+
+// utf8Len is how many bytes of b, UTF-8 as QuickJS writes it (a lone
+// surrogate as three bytes of its own), hold the first units UTF-16 units.
+// Runs of ASCII, one unit a byte, go eight bytes at a time.
+func utf8Len(b []byte, units int) int {
+	i := 0
+	for ; units > 0 && i < len(b); units-- {
+		if units >= 8 && i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
+			i, units = i+8, units-7 // and one more by the loop
+			continue
+		}
+		switch c := b[i]; {
+		case c < 0x80:
+			i++
+		case c >= 0xf0: // a surrogate pair: two units
+			i += 4
+			units--
+		case c >= 0xe0:
+			i += 3
+		case c >= 0xc0:
+			i += 2
+		default: // not a first byte, which QuickJS does not write
+			i++
+		}
+	}
+	return min(i, len(b))
 }
 
 // propAt is element i of an array (a JSValue* to free).

@@ -66,6 +66,8 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 		{name: "a variable of that name", code: `var outputs = [1, 2]`},
 		{name: "a lexical variable of that name", code: `const outputs = {'x': 'y'}; outputs.x`},
 		{name: "NUL and lone surrogates", code: `outputs['t.txt'] = 'a\0b\ud800c'`, files: "t.txt:7", data: map[string]string{"t.txt": "a\x00b\uFFFDc"}},
+		{name: "wide text ending in NULs", code: `outputs['u.txt'] = '\u00e9\u20ac\ud83d\ude00\udc00\0\0'`, files: "u.txt:14",
+			data: map[string]string{"u.txt": "é€😀\uFFFD\x00\x00"}},
 		{name: "after an exception", code: `outputs['p.txt'] = 'partial'; throw new Error('boom')`, files: "p.txt:7", err: "boom"},
 		{name: "bad paths and values", code: `outputs['../x'] = 'a'; outputs['n'] = 42; outputs['ok'] = 'y'; outputs['a'] = 'f'; outputs['a/b'] = 'g'; outputs['nul\0'] = 'x'`,
 			files: "a:1 ok:1", err: `outputs: not returned: file "../x": the path contains ".."; file "a/b": the path is inside "a", which is a file; file "n": the content must be a string or a Uint8Array, got number; file "nul\\0": the path contains a NUL byte`},
@@ -92,5 +94,38 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 				}
 			}
 		})
+	}
+}
+
+// TestUTF8Len checks the count of bytes for UTF-16 units, ASCII runs taken
+// eight at a time, against a count character by character.
+func TestUTF8Len(t *testing.T) {
+	for _, s := range []string{"", "a", "abcdefgh", "abcdefghi", "é", "abcdefgé€😀xyzxyzxyz", strings.Repeat("x,y\n", 9) + "😀" + strings.Repeat("z", 17),
+		"\xed\xa0\x80 lone surrogate, as QuickJS writes it, then ASCII"} {
+		b := []byte(s + "\x00tail")
+		var ends []int // the byte length after each unit
+		for i := 0; i < len(s); {
+			n := 1
+			switch {
+			case b[i] >= 0xf0:
+				n = 4
+				ends = append(ends, i+n) // the pair's first unit: a pair is not split
+			case b[i] >= 0xe0:
+				n = 3
+			case b[i] >= 0xc0:
+				n = 2
+			}
+			i += n
+			ends = append(ends, i)
+		}
+		for u := 0; u <= len(ends); u++ {
+			want := 0
+			if u > 0 {
+				want = ends[u-1]
+			}
+			if got := utf8Len(b, u); got != want {
+				t.Errorf("%q, %d units: %d bytes, want %d", s, u, got, want)
+			}
+		}
 	}
 }

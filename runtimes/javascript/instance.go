@@ -667,6 +667,16 @@ func (in *instance) newString(s string) uint32 {
 	return v
 }
 
+// newStringBytes is newString of UTF-8 bytes, without a Go string's copy.
+func (in *instance) newStringBytes(b []byte) uint32 {
+	p := in.malloc(uint32(len(b)) + 1)
+	in.mem.Write(p, b)
+	in.mem.WriteByte(p+uint32(len(b)), 0)
+	v := in.call(in.fn.newString, in.jsctx, p)
+	in.callv(in.fn.free, p)
+	return v
+}
+
 // stringOf is the UTF-8 form of a JSValue* string (its toString otherwise).
 func (in *instance) stringOf(v uint32) string {
 	c := in.call(in.fn.getString, in.jsctx, v)

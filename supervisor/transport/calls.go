@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"capsule/supervisor/toolcall"
 )
 
 // SessionHeader is the Streamable HTTP session header.
@@ -52,10 +54,22 @@ func (c *callRegistry) serve(mcp http.Handler, w http.ResponseWriter, r *http.Re
 	c.serveOne(mcp, w, r, body)
 }
 
-// serveOne serves one message.
+// serveOne serves one message. A tools/call goes to mcp split (package
+// toolcall): its arguments decoded once, here, and handed to the tool
+// handler in the request's context, and the files of its result spliced
+// into the response as mcp writes it.
 func (c *callRegistry) serveOne(mcp http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
 	var m message
-	if r.Method != http.MethodPost || json.Unmarshal(body, &m) != nil {
+	call, small, split := toolcall.Split(body)
+	switch {
+	case r.Method != http.MethodPost:
+		mcp.ServeHTTP(w, r)
+		return
+	case split:
+		m = message{ID: call.ID, Method: toolcall.Method}
+		r = withBody(r.WithContext(toolcall.NewContext(r.Context(), call)), small)
+		w = &splicingWriter{ResponseWriter: w, call: call}
+	case json.Unmarshal(body, &m) != nil:
 		mcp.ServeHTTP(w, r)
 		return
 	}
@@ -146,9 +160,7 @@ func (c *callRegistry) batchElement(mcp http.Handler, r *http.Request, elem json
 	if m.Method == "initialize" {
 		return errorResponse(m.ID, codeInvalidRequest, "initialize must not be part of a batch")
 	}
-	sub := r.Clone(r.Context())
-	sub.Body = io.NopCloser(bytes.NewReader(elem))
-	sub.ContentLength = int64(len(elem))
+	sub := withBody(r.Clone(r.Context()), elem)
 	rec := &bufferedWriter{header: http.Header{}}
 	c.serveOne(mcp, rec, sub, elem)
 	resp := rec.response()
@@ -157,6 +169,13 @@ func (c *callRegistry) batchElement(mcp http.Handler, r *http.Request, elem json
 		return errorResponse(m.ID, codeInvalidRequest, string(resp))
 	}
 	return resp
+}
+
+// withBody returns r with body as its body.
+func withBody(r *http.Request, body []byte) *http.Request {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return r
 }
 
 // add registers a running request; a second request with the same key is
@@ -227,6 +246,31 @@ func (w *watchedWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *watchedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// splicingWriter writes what mcp writes of a split call's response with
+// the call's files spliced in. mcp-go writes each message, JSON or an
+// event of a stream, with one Write.
+type splicingWriter struct {
+	http.ResponseWriter
+	call *toolcall.Call
+}
+
+func (w *splicingWriter) Write(p []byte) (int, error) {
+	if _, err := w.ResponseWriter.Write(w.call.Splice(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush passes a flush on, for event streams.
+func (w *splicingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *splicingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // bufferedWriter keeps the response to one message of a batch.
 type bufferedWriter struct {

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // StdioGuard stands between the stdio streams and mcp-go's stdio server,
@@ -27,6 +30,10 @@ import (
 //     ends.
 //   - It answers a request whose id is null as an invalid request; mcp-go
 //     would take it for a notification and say nothing.
+//   - Given a server (ServeToolCalls), it serves tools/call requests
+//     itself, split (package toolcall): their arguments are decoded once,
+//     here, and never by mcp-go, and the files their results return are
+//     encoded once, here (stdio_calls.go).
 //   - It handles JSON-RPC batches by the negotiated version: under
 //     2025-03-26 each message goes to the server alone and their responses
 //     come back as one array; later versions have no batches, and a batch
@@ -48,8 +55,12 @@ type StdioGuard struct {
 	grace time.Duration
 
 	line []byte // the rest of the line being handed to the server
+	// buf keeps the storage of the last line read, for the next: a large
+	// message then costs no fresh memory, whose page faults cost more
+	// than reading the message.
+	buf []byte
 
-	mu      sync.Mutex // guards out, pending, idle, batches, initID and version
+	mu      sync.Mutex // guards out, pending, idle, batches, initID, version and calls
 	pending map[string]bool
 	idle    chan struct{} // closed when pending becomes empty
 	// batches holds the batches waiting for responses, by request id.
@@ -57,6 +68,9 @@ type StdioGuard struct {
 	// initID is the initialize request's id; version is the protocol
 	// version the server answered it with.
 	initID, version string
+	// calls serves the tools/call requests the guard splits, once
+	// ServeToolCalls has attached a server; nil before.
+	calls *stdioCalls
 }
 
 // stdioBatch gathers the responses to one batch.
@@ -65,10 +79,12 @@ type stdioBatch struct {
 	responses [][]byte
 }
 
-// NewStdioGuard guards the server's stdin and stdout; max bounds one
-// message, grace is how long calls may run on after stdin ends.
-func NewStdioGuard(stdin io.Reader, stdout io.Writer, max int, grace time.Duration) *StdioGuard {
-	return &StdioGuard{in: bufio.NewReaderSize(stdin, 64<<10), out: stdout, max: max, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
+// NewStdioGuard guards the server's stdin and stdout; maxMessage bounds
+// one message, grace is how long calls may run on after stdin ends.
+func NewStdioGuard(stdin io.Reader, stdout io.Writer, maxMessage int, grace time.Duration) *StdioGuard {
+	// Reads as large as the pipe, but no larger than a message may be.
+	in := bufio.NewReaderSize(stdin, min(pipeSize, max(64<<10, maxMessage)))
+	return &StdioGuard{in: in, out: stdout, max: maxMessage, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
 }
 
 // Read implements io.Reader for the stdio server: whole lines of at most
@@ -87,6 +103,7 @@ func (g *StdioGuard) Read(p []byte) (int, error) {
 				g.OnEOF()
 			}
 			g.waitIdle()
+			g.stopCalls()
 			return 0, io.EOF
 		}
 		if err != nil {
@@ -103,6 +120,10 @@ func (g *StdioGuard) Read(p []byte) (int, error) {
 func (g *StdioGuard) admit(line []byte) []byte {
 	if isBatch(line) {
 		return g.admitBatch(line)
+	}
+	if start := g.split(line, nil); start != nil {
+		start()
+		return nil
 	}
 	var m message
 	if json.Unmarshal(line, &m) != nil {
@@ -135,6 +156,7 @@ func (g *StdioGuard) admitBatch(line []byte) []byte {
 	}
 	b := &stdioBatch{}
 	var lines []byte
+	var calls []func() // started once every element is noted, so that no answer completes the batch early
 	for _, e := range elems {
 		var m message
 		switch {
@@ -145,6 +167,10 @@ func (g *StdioGuard) admitBatch(line []byte) []byte {
 		case m.Method == "initialize":
 			b.responses = append(b.responses, errorResponse(m.ID, codeInvalidRequest, "initialize must not be part of a batch"))
 		default:
+			if start := g.split(e, b); start != nil {
+				calls = append(calls, start)
+				continue
+			}
 			g.note(&m, b)
 			var c bytes.Buffer
 			_ = json.Compact(&c, e) // one line: JSON has no raw newline but in white space
@@ -152,9 +178,12 @@ func (g *StdioGuard) admitBatch(line []byte) []byte {
 		}
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if b.waiting == 0 && len(b.responses) > 0 {
 		g.out.Write(append(joinBatch(b.responses), '\n'))
+	}
+	g.mu.Unlock()
+	for _, start := range calls {
+		start()
 	}
 	return lines
 }
@@ -166,8 +195,12 @@ func (g *StdioGuard) note(m *message, b *stdioBatch) {
 	defer g.mu.Unlock()
 	switch {
 	case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
-		if _, ok := g.pending[idKey(m.Params.RequestID)]; ok {
-			g.pending[idKey(m.Params.RequestID)] = true
+		key := idKey(m.Params.RequestID)
+		if _, ok := g.pending[key]; ok {
+			g.pending[key] = true
+		}
+		if g.calls != nil && g.calls.running[key] != nil {
+			g.calls.running[key]()
 		}
 	case m.isRequest():
 		if len(g.pending) == 0 {
@@ -186,8 +219,7 @@ func (g *StdioGuard) note(m *message, b *stdioBatch) {
 }
 
 // Write implements io.Writer for the stdio server: one message per call.
-// A response to a cancelled request is dropped; one to a request of a
-// batch waits for the rest of the batch.
+// A response goes through respond.
 func (g *StdioGuard) Write(p []byte) (int, error) {
 	var m message
 	if json.Unmarshal(p, &m) != nil || !m.isResponse() {
@@ -197,32 +229,49 @@ func (g *StdioGuard) Write(p []byte) (int, error) {
 	}
 	key := idKey(m.ID)
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if key == g.initID {
 		g.version = m.protocolVersion()
 	}
+	g.mu.Unlock()
+	if err := g.respond(key, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// respond delivers p, the response to request key (nil: it has none). A
+// response to a cancelled request is dropped; one to a request of a batch
+// waits for the rest of the batch. The request stops counting as pending
+// only once its response is written, so that the end of stdin cannot
+// overtake it.
+func (g *StdioGuard) respond(key string, p []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	cancelled, ok := g.pending[key]
 	if ok {
-		delete(g.pending, key)
-		if len(g.pending) == 0 {
-			close(g.idle)
-		}
+		defer func() {
+			delete(g.pending, key)
+			if len(g.pending) == 0 {
+				close(g.idle)
+			}
+		}()
 	}
 	if b := g.batches[key]; b != nil {
 		delete(g.batches, key)
 		b.waiting--
-		if !cancelled {
+		if !cancelled && p != nil {
 			b.responses = append(b.responses, bytes.Clone(bytes.TrimSpace(p))) // p is the server's buffer
 		}
 		if b.waiting == 0 && len(b.responses) > 0 {
 			_, _ = g.out.Write(append(joinBatch(b.responses), '\n'))
 		}
-		return len(p), nil
+		return nil
 	}
-	if cancelled {
-		return len(p), nil
+	if cancelled || p == nil {
+		return nil
 	}
-	return g.out.Write(p)
+	_, err := g.out.Write(p)
+	return err
 }
 
 // writeLine writes a message of the guard's own.
@@ -259,8 +308,11 @@ func (g *StdioGuard) waitIdle() {
 
 // next reads one line, newline included. A line over max is skipped and
 // answered; next then goes on with the line after it.
+//
+// The line is g.buf's storage, which the next call reuses: nothing may
+// keep it past the handling of the line (Split copies what it keeps).
 func (g *StdioGuard) next() ([]byte, error) {
-	var line []byte
+	line := g.buf[:0]
 	var head, tail []byte
 	size := 0
 	for {
@@ -269,6 +321,7 @@ func (g *StdioGuard) next() ([]byte, error) {
 		switch {
 		case size <= g.max:
 			line = append(line, chunk...)
+			g.buf = line
 		case line != nil || head == nil:
 			// Just over: keep the start and the end for the id.
 			head = append(line, chunk...)[:min(size, idSniff)]
@@ -285,7 +338,7 @@ func (g *StdioGuard) next() ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			line, head, tail, size = nil, nil, nil, 0
+			line, head, tail, size = g.buf[:0], nil, nil, 0
 			continue
 		}
 		return line, err
@@ -322,4 +375,24 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 	}
 	g.writeLine(errorResponse(id, codeInvalidRequest,
 		fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max))))
+}
+
+// pipeSize is the buffer the guard asks of the stdio pipes: a 5 MiB
+// message through the default 64 KiB crosses in 80 pieces, each a wake-up
+// of the reader and the writer, and on a busy machine each waits its turn
+// for a CPU.
+const pipeSize = 1 << 20
+
+// WidenPipes asks the kernel for larger buffers on files that are pipes,
+// as stdin and stdout are under an MCP host. Files that are not pipes, and
+// a kernel that refuses (a pipe over /proc/sys/fs/pipe-max-size, or a user
+// over its pipe pages), keep the buffers they have: it is only speed.
+func WidenPipes(files ...*os.File) {
+	for _, f := range files {
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			continue
+		}
+		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, pipeSize)
+	}
 }
