@@ -71,28 +71,13 @@ func (s *Supervisor) startProcess(name snapcache.Name) (*process, error) {
 // when not nil, become its ipc.SnapshotFD and ipc.ImageFD: name's snapshot
 // (named key) and the compiled image to start from, or to write.
 func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, code *os.File) (*process, error) {
-	language := name.Language
-	toR, toW, err := os.Pipe()
+	pipes, err := newWorkerPipes()
 	if err != nil {
-		return nil, fmt.Errorf("creating ipc pipe: %w", err)
-	}
-	fromR, fromW, err := os.Pipe()
-	if err != nil {
-		toR.Close()
-		toW.Close()
-		return nil, fmt.Errorf("creating ipc pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		toR.Close()
-		toW.Close()
-		fromR.Close()
-		fromW.Close()
-		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+		return nil, err
 	}
 	// fds 3 and 4, snapcache.FD, ipc.SnapshotFD and ipc.ImageFD; a nil
 	// entry is closed in the child.
-	files := []*os.File{toR, fromW, nil, nil, nil}
+	files := []*os.File{pipes.toR, pipes.fromW, nil, nil, nil}
 	cacheDir := ""
 	if s.cacheDir != nil {
 		files[snapcache.FD-3] = s.cacheDir
@@ -109,59 +94,104 @@ func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, c
 		Args:        []string{"capsule", "worker"},
 		Env:         workerEnv, // nothing of the host's environment
 		Dir:         "/",
-		Stderr:      errW,
+		Stderr:      pipes.errW,
 		ExtraFiles:  files,
 		SysProcAttr: s.sysProcAttr(),
 	}
 	err = s.spawner.Start(cmd)
 	// The child has its copies; the parent keeps only its own ends, so
 	// that EOF arrives when the child dies.
-	toR.Close()
-	fromW.Close()
-	errW.Close()
+	closeFiles(pipes.toR, pipes.fromW, pipes.errW)
 	if err != nil {
-		toW.Close()
-		fromR.Close()
-		errR.Close()
+		closeFiles(pipes.toW, pipes.fromR, pipes.errR)
 		return nil, fmt.Errorf("starting worker: %w", scarcity.Classify(err, ""))
 	}
 	p := &process{
 		cmd:         cmd,
-		language:    language,
+		language:    name.Language,
 		variant:     name.Variant,
-		toWorker:    toW,
-		fromWkr:     fromR,
-		in:          ipc.NewReader(fromR, s.maxFrame()),
-		out:         ipc.NewWriter(toW),
+		toWorker:    pipes.toW,
+		fromWkr:     pipes.fromR,
+		in:          ipc.NewReader(pipes.fromR, s.maxFrame()),
+		out:         ipc.NewWriter(pipes.toW),
 		exited:      make(chan struct{}),
 		memoryLimit: s.cfg.Limits.Memory,
-		memoryBound: s.workerBounds(language).RSS,
+		memoryBound: s.workerBounds(name.Language).RSS,
 	}
-	stderrDone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(&p.stderr, errR)
-		errR.Close()
-		close(stderrDone)
-	}()
+	stderrDone := p.collectStderr(pipes.errR)
 	if s.cgroups != nil {
 		// Before Setup: the worker reads no code until after it.
 		if p.cgroup, err = s.cgroups.add(cmd.Process.Pid, p.memoryBound); err != nil {
 			s.log.Warn("worker runs without its memory cgroup", "error", err)
 		}
 	}
+	go p.reap(stderrDone)
+	if err := p.out.WriteJSON(ipc.TypeSetup, s.setupFor(name, mode, key, cacheDir)); err != nil {
+		p.close()
+		return nil, fmt.Errorf("sending setup to worker: %w", err)
+	}
+	return p, nil
+}
+
+// workerPipes are the three pipes to a worker: its ipc input (fd 3), its
+// ipc output (fd 4) and its stderr, each with the parent's and the
+// child's end.
+type workerPipes struct {
+	toR, toW, fromR, fromW, errR, errW *os.File
+}
+
+// newWorkerPipes makes a worker's pipes, or none.
+func newWorkerPipes() (*workerPipes, error) {
+	var ends [6]*os.File
+	for i, what := range []string{"ipc", "ipc", "stderr"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(ends[:2*i]...)
+			return nil, fmt.Errorf("creating %s pipe: %w", what, err)
+		}
+		ends[2*i], ends[2*i+1] = r, w
+	}
+	return &workerPipes{toR: ends[0], toW: ends[1], fromR: ends[2], fromW: ends[3], errR: ends[4], errW: ends[5]}, nil
+}
+
+// closeFiles closes each of files.
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// collectStderr keeps the tail of the worker's stderr from errR until it
+// closes, which the returned channel then says.
+func (p *process) collectStderr(errR *os.File) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
-		// Reap as soon as it exits; wait for stderr so the tail is whole.
-		// The wait is the poller's: a thread blocked in wait4 per worker
-		// would make the server's threads grow with its workers.
-		scarcity.WaitExit(cmd.Process.Pid)
-		_ = cmd.Wait()
-		<-stderrDone
-		p.state = cmd.ProcessState
-		close(p.exited)
+		_, _ = io.Copy(&p.stderr, errR)
+		errR.Close()
+		close(done)
 	}()
+	return done
+}
+
+// reap waits for the worker to exit, and for its stderr to close so that
+// the tail is whole, then records its exit status and closes p.exited.
+// The wait is the poller's: a thread blocked in wait4 per worker would
+// make the server's threads grow with its workers.
+func (p *process) reap(stderrDone <-chan struct{}) {
+	scarcity.WaitExit(p.cmd.Process.Pid)
+	_ = p.cmd.Wait()
+	<-stderrDone
+	p.state = p.cmd.ProcessState
+	close(p.exited)
+}
+
+// setupFor is the Setup frame of a worker in mode for name, starting from
+// the snapshot named key (none when empty), with cacheDir the compilation
+// cache's path as the worker sees it.
+func (s *Supervisor) setupFor(name snapcache.Name, mode, key, cacheDir string) ipc.Setup {
 	setup := ipc.Setup{
 		Protocol:         ipc.ProtocolVersion,
-		Language:         language,
+		Language:         name.Language,
 		MemoryBytes:      uint64(s.cfg.Limits.Memory),
 		MaxOutput:        int64(s.cfg.Limits.MaxOutput),
 		MaxTimeoutMS:     s.cfg.Limits.MaxTimeout.Milliseconds(),
@@ -178,11 +208,7 @@ func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, c
 	if mode == ipc.ModeSnapshot {
 		setup.Variant = name.Variant
 	}
-	if err := p.out.WriteJSON(ipc.TypeSetup, setup); err != nil {
-		p.close()
-		return nil, fmt.Errorf("sending setup to worker: %w", err)
-	}
-	return p, nil
+	return setup
 }
 
 func (p *process) readReady() error {
