@@ -186,29 +186,10 @@ type engine struct {
 // all code generation the runtime will ever need: after it returns the
 // worker forbids executable mappings, so Prepare and Run only instantiate.
 func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) {
-	pages := cfg.MemoryLimitBytes / wasmPage
-	if pages == 0 || pages > maxPages {
-		pages = maxPages
+	rt, cache, pages, err := newRuntime(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	rc := wazero.NewRuntimeConfigCompiler().
-		// The limit is also the size of each instance's memory mapping
-		// (see guestmem), so growth never copies the heap.
-		WithMemoryLimitPages(uint32(pages)).
-		// The module is stripped: there is no DWARF to use.
-		WithDebugInfoEnabled(false)
-	var cache wazero.CompilationCache
-	var err error
-	if cfg.CacheDir != "" {
-		cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("python: compilation cache: %w", err)
-		}
-		rc = rc.WithCompilationCache(cache)
-	}
-	// A cold compile of the 7 MB module takes seconds; spread it over the
-	// cores (a cache hit does not compile at all).
-	ctx = experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	fail := func(err error) (runtimes.Engine, error) {
 		_ = rt.Close(ctx)
 		if cache != nil {
@@ -216,18 +197,9 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		}
 		return nil, err
 	}
-
-	// The WASI host module is wazero's, with some functions replaced (see
-	// exportHostFunctions). It is compiled and instantiated once;
-	// per-instance state reaches the host functions through the context
-	// of the _start call.
-	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	if err := exportHostFunctions(ctx, rt, b); err != nil {
-		return fail(fmt.Errorf("python: wasi host module: %w", err))
-	}
-	if _, err := b.Instantiate(ctx); err != nil {
-		return fail(fmt.Errorf("python: wasi host module: %w", err))
-	}
+	// A cold compile of the 7 MB module takes seconds; spread it over the
+	// cores (a cache hit does not compile at all).
+	ctx = experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
 
 	v, err := variant(cfg.Variant)
 	if err != nil {
@@ -287,6 +259,48 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		limitBytes: pages * wasmPage,
 		program:    v.program(),
 	}, nil
+}
+
+// newRuntime is the wazero runtime a Python engine runs in: guest memory
+// limited to cfg's (in pages, returned), the compilation cache in
+// cfg.CacheDir if any, and the WASI host module instantiated.
+func newRuntime(ctx context.Context, cfg runtimes.Config) (wazero.Runtime, wazero.CompilationCache, uint64, error) {
+	pages := cfg.MemoryLimitBytes / wasmPage
+	if pages == 0 || pages > maxPages {
+		pages = maxPages
+	}
+	rc := wazero.NewRuntimeConfigCompiler().
+		// The limit is also the size of each instance's memory mapping
+		// (see guestmem), so growth never copies the heap.
+		WithMemoryLimitPages(uint32(pages)).
+		// The module is stripped: there is no DWARF to use.
+		WithDebugInfoEnabled(false)
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
+			return nil, nil, 0, fmt.Errorf("python: compilation cache: %w", err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	// The WASI host module is wazero's, with some functions replaced (see
+	// exportHostFunctions). It is compiled and instantiated once;
+	// per-instance state reaches the host functions through the context
+	// of the _start call.
+	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
+	err := exportHostFunctions(ctx, rt, b)
+	if err == nil {
+		_, err = b.Instantiate(ctx)
+	}
+	if err != nil {
+		_ = rt.Close(ctx)
+		if cache != nil {
+			_ = cache.Close(ctx)
+		}
+		return nil, nil, 0, fmt.Errorf("python: wasi host module: %w", err)
+	}
+	return rt, cache, pages, nil
 }
 
 const (
