@@ -614,6 +614,42 @@ func (b *bench) oneWorker(language, tool string, flags []string) (workerMemRow, 
 	return row, nil
 }
 
+// pythonComputeRow runs a Python snippet under capsule and under the
+// reference interpreters that are present, in turn within each
+// repetition, so that a change in the machine's speed during the run
+// (other work on a shared machine) reaches both sides of a ratio alike.
+func (b *bench) pythonComputeRow(s *server, sn snippet) (computeRow, error) {
+	row := computeRow{snippet: sn, reference: map[string]float64{}}
+	refs := map[string]string{}
+	if b.r.debianPythonVersion != "" {
+		refs[refDebianPython] = debianPython
+	}
+	if b.r.pythonVersion != "" {
+		refs[refPython] = "python3"
+	}
+	var inner, call []float64
+	times := map[string][]float64{}
+	for range b.o.reps {
+		in, c, err := runCapsuleSnippet(s, sn, 1)
+		if err != nil {
+			return row, err
+		}
+		inner, call = append(inner, in), append(call, c)
+		for ref, command := range refs {
+			v, err := runRef(1, command, "-c", sn.code+"\nprint(elapsed_ms)")
+			if err != nil {
+				return row, err
+			}
+			times[ref] = append(times[ref], v)
+		}
+	}
+	row.capsule, row.call = median(inner), median(call)
+	for ref, xs := range times {
+		row.reference[ref] = median(xs)
+	}
+	return row, nil
+}
+
 // compute runs the CPU-bound snippets under capsule and the references.
 func (b *bench) compute() error {
 	logf("compute: starting a server with the default pools")
@@ -635,30 +671,18 @@ func (b *bench) compute() error {
 	} else if r.debianPythonNote = ensureDebianPython(); r.debianPythonNote == "" {
 		r.debianPythonVersion = commandVersion(debianPython)
 	}
+	if b.o.skipPython {
+		r.pythonNote = "skipped (-skip-python)"
+	} else if _, err := exec.LookPath("python3"); err != nil {
+		r.pythonNote = "skipped: no python3 on PATH"
+	} else {
+		r.pythonVersion = commandVersion("python3")
+	}
 	for _, sn := range pythonSnippets {
 		logf("compute: Python %s", sn.name)
-		row := computeRow{snippet: sn, reference: map[string]float64{}}
-		if row.capsule, row.call, err = runCapsuleSnippet(s, sn, b.o.reps); err != nil {
+		row, err := b.pythonComputeRow(s, sn)
+		if err != nil {
 			return err
-		}
-		if r.debianPythonVersion != "" {
-			v, err := runRef(b.o.reps, debianPython, "-c", sn.code+"\nprint(elapsed_ms)")
-			if err != nil {
-				return err
-			}
-			row.reference[refDebianPython] = v
-		}
-		if b.o.skipPython {
-			r.pythonNote = "skipped (-skip-python)"
-		} else if _, err := exec.LookPath("python3"); err != nil {
-			r.pythonNote = "skipped: no python3 on PATH"
-		} else {
-			r.pythonVersion = commandVersion("python3")
-			v, err := runRef(b.o.reps, "python3", "-c", sn.code+"\nprint(elapsed_ms)")
-			if err != nil {
-				return err
-			}
-			row.reference[refPython] = v
 		}
 		r.computePy = append(r.computePy, row)
 	}
