@@ -127,9 +127,9 @@ func TestImage(t *testing.T) {
 		call := mcpClient(t)
 		env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
 		// As README's one-liner runs it: straight from the archive.
-		args := p.args("run", "-i", "--rm", "-v", cache, "oci-archive:"+r.artefact[rel.imageFileName()])
+		args := p.args("run", "-i", "--rm", "--network", "none", "-v", cache, "oci-archive:"+r.artefact[rel.imageFileName()])
 		rep := call(t, map[string]any{"command": p.path, "args": args, "env": env})
-		t.Logf("podman run -i --rm oci-archive:..., cache filled: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
+		t.Logf("podman run -i --rm --network none oci-archive:..., cache filled: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
 			rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
 	})
 	t.Run("http", func(t *testing.T) { checkHTTP(t, p, image, cache) })
