@@ -200,14 +200,7 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 	if err := setup.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	cfg := runtimes.Config{
-		MemoryLimitBytes: setup.MemoryBytes,
-		CacheDir:         setup.CacheDir,
-		ScratchBytes:     setup.ScratchBytes,
-		PythonPath:       setup.PythonPath,
-		FilesOut:         fileset.Limits{MaxBytes: setup.MaxFilesOut, MaxFiles: setup.MaxFilesOutCount},
-		BundledPackages:  setup.BundledPackages,
-	}
+	cfg := runtimeConfig(setup)
 	if setup.SnapshotKey != "" {
 		// Close-on-exec marks it as the worker's own: the lockdown closes
 		// every inherited descriptor that is not (closeInheritedFiles).
@@ -242,6 +235,21 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 	return inst, stdout, stderr, nil
 }
 
+// runtimeConfig is the runtime's configuration from setup, for a run
+// worker and a snapshot worker alike; each adds where its module and
+// snapshot come from.
+func runtimeConfig(setup *ipc.Setup) runtimes.Config {
+	return runtimes.Config{
+		MemoryLimitBytes: setup.MemoryBytes,
+		CacheDir:         setup.CacheDir,
+		ScratchBytes:     setup.ScratchBytes,
+		PythonPath:       setup.PythonPath,
+		FilesOut:         fileset.Limits{MaxBytes: setup.MaxFilesOut, MaxFiles: setup.MaxFilesOutCount},
+		BundledPackages:  setup.BundledPackages,
+		Variant:          setup.Variant,
+	}
+}
+
 // writeSnapshot is the whole work of a ModeSnapshot worker: load or compile
 // the module (compileForSnapshot), start an interpreter, write its image
 // to the snapshot descriptor. A variant's worker loads the plain
@@ -252,14 +260,7 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
 		return err
 	}
-	cfg := runtimes.Config{
-		MemoryLimitBytes: setup.MemoryBytes,
-		CacheDir:         setup.CacheDir,
-		ScratchBytes:     setup.ScratchBytes,
-		PythonPath:       setup.PythonPath,
-		BundledPackages:  setup.BundledPackages,
-		Variant:          setup.Variant,
-	}
+	cfg := runtimeConfig(setup)
 	var engine runtimes.Engine
 	var err error
 	if setup.Variant == "" {
