@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"capsule/runtimes/compiled"
-	"capsule/supervisor/snapcache"
 )
 
 // compileAtStartEnv, set in the server's environment, makes it give its
@@ -40,15 +39,12 @@ const (
 	codeCompiled = "compiled"
 )
 
-// logCodeSource says where name's snapshot worker took the module's code
-// from: the image it was given, if code still holds it, or a compilation
-// for this CPU; workerStderr has the worker's reason for refusing an
-// image.
-func (s *Supervisor) logCodeSource(name snapcache.Name, code *os.File, given []byte, workerStderr string) {
-	args := []any{"language", name.Language}
-	if name.Variant != "" {
-		args = append(args, "variant", name.Variant)
-	}
+// logCodeSource says where language's plain snapshot worker took the
+// module's code from: the image it was given, if code still holds it, or a
+// compilation for this CPU; workerStderr has the worker's reason for
+// refusing an image. (A variant's worker takes the plain snapshot's.)
+func (s *Supervisor) logCodeSource(language string, code *os.File, given []byte, workerStderr string) {
+	args := []any{"language", language}
 	same, err := holds(code, given)
 	switch {
 	case err != nil:

@@ -106,6 +106,8 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 	if err != nil {
 		return cpu, fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
 	}
-	s.logCodeSource(name, code, given, p.stderr.String())
+	if name.Variant == "" {
+		s.logCodeSource(name.Language, code, given, p.stderr.String())
+	}
 	return cpu, nil
 }
