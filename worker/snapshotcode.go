@@ -72,10 +72,5 @@ func compileForVariant(ctx context.Context, language string, cfg runtimes.Config
 	if err := lowerPriority(); err != nil {
 		return nil, fmt.Errorf("lowering the priority of a variant's snapshot worker: %w", err)
 	}
-	image, err := mapImage(ipc.ImageFD)
-	if err != nil {
-		return nil, err
-	}
-	cfg.CompiledImage = image
-	return Compile(ctx, language, cfg)
+	return compileFromImage(ctx, language, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
 }
