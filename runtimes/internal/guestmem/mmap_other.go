@@ -19,3 +19,6 @@ func openPages([]byte) error { return errNoMappings }
 func unmap([]byte) error { return nil }
 
 func sliceStart(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// AdviseHugePages is a Linux refinement; see mmap_linux.go.
+func AdviseHugePages([]byte) {}

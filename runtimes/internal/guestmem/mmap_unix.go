@@ -25,7 +25,6 @@ func mapPrivate(n uint64, prot int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	adviseHugePages(b)
 	return b, nil
 }
 

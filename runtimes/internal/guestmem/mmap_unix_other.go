@@ -6,5 +6,5 @@ package guestmem
 // backed anyway.
 const mapNoReserve = 0
 
-// adviseHugePages is a Linux refinement; see mmap_linux.go.
-func adviseHugePages([]byte) {}
+// AdviseHugePages is a Linux refinement; see mmap_linux.go.
+func AdviseHugePages([]byte) {}

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"capsule/runtimes/internal/guestmem"
 )
 
 // Layout of an image file: a header of HeaderSize bytes (JSON, padded with
@@ -139,8 +141,8 @@ func (img *Image) MemoryBytes() uint64 { return uint64(img.Pages) * chunk }
 // its heap (reference counts), and each such page is then a copy-on-write
 // fault. Measured on a 2-vCPU VM: a copy-on-write fault cost 57 µs, so a
 // trivial Python run took 16-25 ms of CPU faulting; reading the 9 MiB that
-// CPython's image holds into the guest memory, whose mapping asks for huge
-// pages (guestmem), took 5-7 ms, after which the run took 2-6 ms.
+// CPython's image holds into the guest memory, advised for huge pages
+// (guestmem.AdviseHugePages), took 5-7 ms, after which the run took 2-6 ms.
 func (img *Image) Restore(mod api.Module, d *Data) error {
 	gs, err := d.globals(mod)
 	if err != nil {
@@ -156,6 +158,9 @@ func (img *Image) Restore(mod api.Module, d *Data) error {
 		}
 	} else if cur > img.Pages {
 		return errors.New("snapshot: the fresh instance's memory is larger than the image")
+	}
+	if whole, ok := m.Read(0, img.Pages*chunk); ok {
+		guestmem.AdviseHugePages(whole)
 	}
 	for _, r := range img.Runs {
 		buf, ok := m.Read(r[0]*chunk, r[1]*chunk)
