@@ -55,7 +55,13 @@ type FileReceiver struct {
 	files    []fileset.File
 	// missing is how many bytes of the last file are still to come.
 	missing int64
+	// buffer, when set, provides the memory for a file's content.
+	buffer BufferFunc
 }
+
+// BufferFunc returns an empty slice with capacity size for the content of a
+// file, or nil to have the receiver allocate it.
+type BufferFunc func(size int64, binary bool) []byte
 
 // NewFileReceiver returns a receiver of files within lim. Truncated files
 // are accepted only when truncate is set.
@@ -102,7 +108,12 @@ func (r *FileReceiver) header(f Frame) error {
 	}
 	file := fileset.File{Path: h.Path, Binary: h.Binary, Truncated: h.Truncated, Size: h.Size}
 	if !h.Truncated {
-		file.Data = make([]byte, 0, h.Size)
+		if r.buffer != nil {
+			file.Data = r.buffer(h.Size, h.Binary)
+		}
+		if int64(cap(file.Data)) != h.Size || len(file.Data) != 0 {
+			file.Data = make([]byte, 0, h.Size)
+		}
 		r.missing = h.Size
 	}
 	r.files = append(r.files, file)
@@ -132,9 +143,13 @@ func (r *FileReceiver) Files() ([]fileset.File, error) {
 func (r *FileReceiver) Count() int { return len(r.files) }
 
 // ReadFiles reads the frames of n files from in, as the worker reads the
-// files passed in after its Request.
-func ReadFiles(in *Reader, n int, lim fileset.Limits) ([]fileset.File, error) {
+// files passed in after its Request, each into the memory buffer gives
+// (when not nil): a runtime receives a file straight into its guest's
+// memory, where the code will read it, rather than onto fresh pages of the
+// worker's heap first.
+func ReadFiles(in *Reader, n int, lim fileset.Limits, buffer BufferFunc) ([]fileset.File, error) {
 	r := NewFileReceiver(lim, false)
+	r.buffer = buffer
 	for r.Count() < n || r.missing > 0 {
 		f, err := in.Next()
 		if err != nil {

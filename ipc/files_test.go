@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"capsule/runtimes/fileset"
 )
@@ -99,20 +100,48 @@ func TestFileReceiverRefuses(t *testing.T) {
 }
 
 func TestReadFiles(t *testing.T) {
-	var buf bytes.Buffer
-	w := NewWriter(&buf)
-	files := []fileset.File{{Path: "a", Data: []byte("x")}, {Path: "b", Data: bytes.Repeat([]byte("y"), FileChunk+1)}}
-	if err := w.WriteFiles(files); err != nil {
-		t.Fatal(err)
+	files := []fileset.File{{Path: "a", Data: []byte("x")}, {Path: "b", Data: bytes.Repeat([]byte("y"), FileChunk+1), Binary: true}, {Path: "c", Data: []byte("zz")}}
+	arena := make([]byte, 0, 1<<20)
+	tests := []struct {
+		name   string
+		buffer BufferFunc
+		inside []bool // whether each file's content is in arena
+	}{
+		{name: "the receiver's own memory", inside: []bool{false, false, false}},
+		{name: "buffers given", buffer: func(size int64, binary bool) []byte {
+			if !binary && size == 2 {
+				return make([]byte, 0, 3) // the wrong size: not used
+			}
+			b := arena[len(arena) : len(arena) : len(arena)+int(size)]
+			arena = arena[:len(arena)+int(size)]
+			return b
+		}, inside: []bool{true, true, false}},
 	}
-	_ = w.WriteJSON(TypeDone, Done{})
-	in := NewReader(&buf, 1<<20)
-	got, err := ReadFiles(in, 2, fileset.Limits{MaxBytes: 1 << 20, MaxFiles: 1 << 20})
-	if err != nil || len(got) != 2 || len(got[1].Data) != FileChunk+1 {
-		t.Fatalf("ReadFiles: %d files, %v", len(got), err)
-	}
-	if f, err := in.Next(); err != nil || f.Type != TypeDone {
-		t.Fatalf("after the files: %v %v; ReadFiles read too far", f.Type, err)
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		if err := w.WriteFiles(files); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.WriteJSON(TypeDone, Done{})
+		in := NewReader(&buf, 1<<20)
+		got, err := ReadFiles(in, 3, fileset.Limits{MaxBytes: 1 << 20, MaxFiles: 1 << 20}, tt.buffer)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("%s: ReadFiles: %d files, %v", tt.name, len(got), err)
+		}
+		for i, f := range got {
+			if !bytes.Equal(f.Data, files[i].Data) {
+				t.Errorf("%s: file %s holds %d bytes, want %d", tt.name, f.Path, len(f.Data), len(files[i].Data))
+			}
+			p := unsafe.Pointer(unsafe.SliceData(f.Data))
+			inArena := uintptr(p) >= uintptr(unsafe.Pointer(unsafe.SliceData(arena))) && uintptr(p) < uintptr(unsafe.Pointer(unsafe.SliceData(arena)))+uintptr(cap(arena))
+			if inArena != tt.inside[i] {
+				t.Errorf("%s: file %s in the buffer given: %v, want %v", tt.name, f.Path, inArena, tt.inside[i])
+			}
+		}
+		if f, err := in.Next(); err != nil || f.Type != TypeDone {
+			t.Fatalf("%s: after the files: %v %v; ReadFiles read too far", tt.name, f.Type, err)
+		}
 	}
 }
 

@@ -148,6 +148,18 @@ type Instance interface {
 	Close(ctx context.Context) error
 }
 
+// FileReceiver is an Instance that can take the content of the files
+// passed in straight into its guest's memory: the worker receives each file
+// into the buffer FileBuffer returns, and passes it to Run in
+// Request.Files. Megabytes copied onto a fresh process's new pages cost
+// more than anything else about a file passed in.
+type FileReceiver interface {
+	// FileBuffer returns an empty slice with capacity size for a file's
+	// content, or nil when the instance cannot hold it (the caller then
+	// allocates it). The slice is valid until Close.
+	FileBuffer(size int64, binary bool) []byte
+}
+
 // Request is one execution.
 type Request struct {
 	// Code is the source text to run.
@@ -157,7 +169,8 @@ type Request struct {
 	Inputs json.RawMessage
 	// Files are passed in, checked (fileset.Check) and sorted by path:
 	// Python finds them in its working directory, JavaScript in the
-	// global `files`.
+	// global `files`. Run takes their Data, which the runtime may keep
+	// and change rather than copy.
 	Files []fileset.File
 }
 
@@ -190,7 +203,8 @@ type Outcome struct {
 	ExitCode int
 	// Files are the files returned (Python's /tmp/outputs, JavaScript's
 	// `outputs`) in path order, picked by a fileset.Picker with
-	// Config.FilesOut: those that did not fit are Truncated.
+	// Config.FilesOut: those that did not fit are Truncated. A file's
+	// Data may be a view of the instance's memory, valid until Close.
 	Files []fileset.File
 	// FilesUnlisted counts returned files beyond fileset.MaxListed.
 	FilesUnlisted int64

@@ -92,7 +92,7 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 	if err := readJSON(in, ipc.TypeRequest, &req); err != nil {
 		return err
 	}
-	files, err := ipc.ReadFiles(in, req.Files, fileset.Limits{MaxBytes: setup.MaxFilesIn, MaxFiles: req.Files})
+	files, err := readFiles(in, inst, &req, &setup)
 	if err != nil {
 		return err
 	}
@@ -153,6 +153,16 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		o = t
 	}
 	return finish(o)
+}
+
+// readFiles reads the files passed in after the request, into the
+// instance's own memory when it can take them there.
+func readFiles(in *ipc.Reader, inst runtimes.Instance, req *ipc.Request, setup *ipc.Setup) ([]fileset.File, error) {
+	var buffer ipc.BufferFunc
+	if r, ok := inst.(runtimes.FileReceiver); ok {
+		buffer = r.FileBuffer
+	}
+	return ipc.ReadFiles(in, req.Files, fileset.Limits{MaxBytes: setup.MaxFilesIn, MaxFiles: req.Files}, buffer)
 }
 
 // answerGrace is how long past the deadline Run may take to return with
