@@ -79,7 +79,8 @@ wazero-check: wazero
 FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
 	supervisor:FuzzReturnedFiles supervisor:FuzzDone worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
 	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules \
-	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString
+	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString \
+	runtimes/javascript:FuzzStringRuns
 
 fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \

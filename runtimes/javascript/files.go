@@ -1,14 +1,12 @@
 package javascript
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
+	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -25,7 +23,6 @@ const collectBudget = 100 * time.Millisecond
 const (
 	kindText     = 0
 	kindBytes    = 1
-	kindTextNUL  = 2 // more text after a NUL, for a file passed in
 	kindRejected = 3 // not a file's content; the value says why
 )
 
@@ -46,28 +43,73 @@ func (in *instance) putFiles(files []fileset.File) *runtimes.ErrorInfo {
 	return nil
 }
 
+// FileBuffer implements runtimes.FileReceiver: a file's content is received
+// into a block of guest memory that becomes the file's value without
+// another copy: for bytes, the ArrayBuffer's own memory; for text, the
+// characters of the binary object QTS_bjson_decode reads (text.go), after
+// room for its header. Nil when the guest has no room, or the file cannot
+// be one string.
+func (in *instance) FileBuffer(size int64, binary bool) (b []byte) {
+	head := int64(bjsonHeaderLen)
+	if binary {
+		head = 0
+	}
+	if size <= 0 || size > maxStringChars {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(trap); !ok {
+				panic(r)
+			}
+			b = nil // Run will meet the same lack of memory, and say so
+		}
+	}()
+	p := in.call(in.fn.malloc, uint32(head+size))
+	if p == 0 {
+		return nil
+	}
+	view, ok := in.mem.Read(p+uint32(head), uint32(size))
+	if !ok {
+		return nil
+	}
+	if in.received == nil {
+		in.received = map[*byte]uint32{}
+	}
+	in.received[unsafe.SliceData(view)] = p
+	return view[:0]
+}
+
 func (in *instance) addFile(f fileset.File) *runtimes.ErrorInfo {
 	path := in.newString(f.Path) // a checked path holds no NUL
 	defer in.freeValue(path)
+	p, inGuest := in.received[unsafe.SliceData(f.Data)]
 	if f.Binary {
-		return in.callAddFile(path, in.newArrayBuffer(f.Data), kindBytes)
+		if !inGuest {
+			p = in.malloc(uint32(max(len(f.Data), 1)))
+			in.mem.Write(p, f.Data)
+		}
+		// The ArrayBuffer takes p, and frees it with free().
+		return in.callAddFile(path, in.call(in.fn.newArrayBuffer, in.jsctx, p, uint32(len(f.Data))), kindBytes)
 	}
-	// QTS_NewString reads a C string: text goes in NUL-free pieces, each
-	// written straight from the file's bytes.
-	kind := float64(kindText)
-	for data := f.Data; ; kind = kindTextNUL {
-		piece := data
-		if i := bytes.IndexByte(data, 0); i >= 0 {
-			piece = data[:i]
-		}
-		if err := in.callAddFile(path, in.newStringBytes(piece), kind); err != nil {
-			return err
-		}
-		if len(piece) == len(data) {
-			return nil
-		}
-		data = data[len(piece)+1:]
+	chars, narrow := textChars(f.Data)
+	if chars > maxStringChars {
+		return &runtimes.ErrorInfo{Type: "RangeError", Message: fmt.Sprintf("files: %q has %d characters, more than a JavaScript string can hold (%d); pass it as base64 bytes", f.Path, chars, maxStringChars)}
 	}
+	var v, exc uint32
+	if inGuest && chars == len(f.Data) {
+		// ASCII: the characters are the bytes received, in place.
+		v, exc = in.decodeText(p, chars, narrow)
+	} else {
+		v, exc = in.newText(f.Data, chars, narrow)
+		if inGuest {
+			in.callv(in.fn.free, p) // only now: newText reads f.Data, in p
+		}
+	}
+	if exc != 0 {
+		return in.describe(exc)
+	}
+	return in.callAddFile(path, v, kindText)
 }
 
 // callAddFile calls the prelude's addFile and frees value.
@@ -80,14 +122,6 @@ func (in *instance) callAddFile(path, value uint32, kind float64) *runtimes.Erro
 		return in.describe(exc)
 	}
 	return nil
-}
-
-// newArrayBuffer makes a JSValue* ArrayBuffer holding a copy of data.
-func (in *instance) newArrayBuffer(data []byte) uint32 {
-	p := in.malloc(uint32(max(len(data), 1)))
-	in.mem.Write(p, data)
-	// The ArrayBuffer takes p, and frees it with free().
-	return in.call(in.fn.newArrayBuffer, in.jsctx, p, uint32(len(data)))
 }
 
 // readArrayBuffer copies a JSValue* ArrayBuffer's bytes out of the guest.
@@ -189,60 +223,19 @@ func (in *instance) outputEntries(list uint32) ([]outputEntry, int64) {
 func (in *instance) offer(c *fileset.Collector, e outputEntry) {
 	switch e.kind {
 	case kindText:
-		data := in.textOf(e.value)
-		c.Add(e.path, int64(len(data)), false, func() ([]byte, error) { return data, nil })
+		runs, err := stringRuns(in.mem, e.value)
+		if err != nil {
+			c.Add(e.path, 0, false, func() ([]byte, error) { return nil, err })
+			return
+		}
+		n := stringUTF8Len(runs)
+		c.Add(e.path, int64(n), false, func() ([]byte, error) { return stringUTF8(runs, n), nil })
 	case kindBytes:
 		n := in.call(in.fn.getArrayBufferLength, in.jsctx, e.value)
 		c.Add(e.path, int64(n), true, func() ([]byte, error) { return in.readArrayBuffer(e.value, n) })
 	default:
 		c.Refuse(&fileset.PathError{Path: e.path, Rule: in.stringOf(e.value)})
 	}
-}
-
-// textOf is a string output's text as UTF-8, NULs included. QTS_GetString
-// gives it as a C string, which a NUL in the text does not end: the
-// string's length in UTF-16 units says where it ends. A lone surrogate,
-// which UTF-8 cannot hold, becomes U+FFFD, as TextEncoder makes it.
-func (in *instance) textOf(v uint32) []byte {
-	units := int(in.numberProp(v, "length"))
-	c := in.call(in.fn.getString, in.jsctx, v)
-	if c == 0 {
-		return []byte{}
-	}
-	defer in.callv(in.fn.freeCString, in.jsctx, c)
-	b, _ := in.mem.Read(c, in.mem.Size()-c)
-	b = b[:utf8Len(b, units)]
-	if utf8.Valid(b) {
-		return slices.Clone(b)
-	}
-	return []byte(strings.ToValidUTF8(string(b), "\uFFFD"))
-}
-
-// utf8Len is how many bytes of b, UTF-8 as QuickJS writes it (a lone
-// surrogate as three bytes of its own), hold the first units UTF-16 units.
-// Runs of ASCII, one unit a byte, go eight bytes at a time.
-func utf8Len(b []byte, units int) int {
-	i := 0
-	for ; units > 0 && i < len(b); units-- {
-		if units >= 8 && i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
-			i, units = i+8, units-7 // and one more by the loop
-			continue
-		}
-		switch c := b[i]; {
-		case c < 0x80:
-			i++
-		case c >= 0xf0: // a surrogate pair: two units
-			i += 4
-			units--
-		case c >= 0xe0:
-			i += 3
-		case c >= 0xc0:
-			i += 2
-		default: // not a first byte, which QuickJS does not write
-			i++
-		}
-	}
-	return min(i, len(b))
 }
 
 // propAt is element i of an array (a JSValue* to free).

@@ -65,6 +65,7 @@ type exports struct {
 	argvGet, call, eval, resolveException, typeOf             api.Function
 	promiseState, promiseResult, isJobPending, executeJobs    api.Function
 	newArrayBuffer, getArrayBuffer, getArrayBufferLength      api.Function
+	bjsonDecode                                               api.Function
 }
 
 func bindExports(mod api.Module) exports {
@@ -84,7 +85,7 @@ func bindExports(mod api.Module) exports {
 		{expTypeof, &x.typeOf}, {expPromiseState, &x.promiseState}, {expPromiseResult, &x.promiseResult},
 		{expIsJobPending, &x.isJobPending}, {expExecutePendingJob, &x.executeJobs},
 		{expNewArrayBuffer, &x.newArrayBuffer}, {expGetArrayBuffer, &x.getArrayBuffer},
-		{expGetArrayBufferLen, &x.getArrayBufferLength},
+		{expGetArrayBufferLen, &x.getArrayBufferLength}, {expBJSONDecode, &x.bjsonDecode},
 	} {
 		// verify has checked that every name exists with its signature.
 		*b.f = mod.ExportedFunction(b.n.min)
@@ -124,6 +125,10 @@ type instance struct {
 	timedOut      bool // the deadline passed while waiting for a timer
 	memoryRefused bool // a heap growth was refused at the memory limit
 	exitCode      int
+
+	// received maps each buffer FileBuffer handed out to the guest block
+	// (from malloc) that holds it.
+	received map[*byte]uint32
 }
 
 // trap is the panic value that carries a failed call into the guest (a wasm
@@ -662,16 +667,6 @@ func (in *instance) newFloat64(f float64) uint32 {
 // newString makes a JSValue* string; s must not contain NUL.
 func (in *instance) newString(s string) uint32 {
 	p := in.mallocString(s)
-	v := in.call(in.fn.newString, in.jsctx, p)
-	in.callv(in.fn.free, p)
-	return v
-}
-
-// newStringBytes is newString of UTF-8 bytes, without a Go string's copy.
-func (in *instance) newStringBytes(b []byte) uint32 {
-	p := in.malloc(uint32(len(b)) + 1)
-	in.mem.Write(p, b)
-	in.mem.WriteByte(p+uint32(len(b)), 0)
 	v := in.call(in.fn.newString, in.jsctx, p)
 	in.callv(in.fn.free, p)
 	return v

@@ -131,7 +131,8 @@ var (
 	expNewArrayBuffer    = name{"QTS_NewArrayBuffer", "Y", sig(types(i32, i32, i32), i32)}
 	expGetArrayBuffer    = name{"QTS_GetArrayBuffer", "ba", sig(types(i32, i32), i32)}
 	expGetArrayBufferLen = name{"QTS_GetArrayBufferLength", "ca", sig(types(i32, i32), i32)}
-	exportNames          = []name{expCallCtors, expMalloc, expFree, expNewRuntime, expNewContext, expSetMaxStackSize, expEnableInterrupt, expNewObject, expNewFunction, expNewString, expGetString, expFreeCString, expFreeValuePointer, expGetFloat64, expNewFloat64, expSetProp, expGetProp, expArgvGetPointer, expCall, expEval, expResolveException, expTypeof, expPromiseState, expPromiseResult, expIsJobPending, expExecutePendingJob, expNewArrayBuffer, expGetArrayBuffer, expGetArrayBufferLen}
+	expBJSONDecode       = name{"QTS_bjson_decode", "La", sig(types(i32, i32), i32)}
+	exportNames          = []name{expCallCtors, expMalloc, expFree, expNewRuntime, expNewContext, expSetMaxStackSize, expEnableInterrupt, expNewObject, expNewFunction, expNewString, expGetString, expFreeCString, expFreeValuePointer, expGetFloat64, expNewFloat64, expSetProp, expGetProp, expArgvGetPointer, expCall, expEval, expResolveException, expTypeof, expPromiseState, expPromiseResult, expIsJobPending, expExecutePendingJob, expNewArrayBuffer, expGetArrayBuffer, expGetArrayBufferLen, expBJSONDecode}
 )
 
 // moduleShape is what verify needs to know about a compiled module: its

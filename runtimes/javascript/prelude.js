@@ -896,12 +896,10 @@
   let filesIn = null;
 
   // addFile adds a file passed in: kind 0 is text, 1 an ArrayBuffer of
-  // bytes (seen as a Uint8Array), 2 more text of the file before, after a
-  // NUL (the host passes text in NUL-free pieces).
+  // bytes (seen as a Uint8Array).
   function addFile(path, value, kind) {
     if (filesIn === null) filesIn = {};
-    if (kind === 2) value = filesIn[path] + '\0' + value;
-    else if (kind === 1) value = new Uint8ArrayCtor(value);
+    if (kind === 1) value = new Uint8ArrayCtor(value);
     defineProperty(filesIn, path, { value, writable: true, enumerable: true, configurable: true });
   }
 
