@@ -211,3 +211,42 @@ func TestScratchFSBudget(t *testing.T) {
 	}
 	writeFile(t, s, "again", chunk)
 }
+
+// TestPutFileAdoptsBlocks: a file passed in keeps the whole blocks of the
+// bytes it was given, uncopied, and copies the last part block; it is
+// charged as written, reads back whole, and a write into it, past its end
+// too, behaves as in any file.
+func TestPutFileAdoptsBlocks(t *testing.T) {
+	s := newScratchFS(1<<20, &guestFiles{})
+	data := bytes.Repeat([]byte("0123456789"), 1000) // two whole blocks and a part
+	if errno := s.putFile("in/data.csv", data); errno != 0 {
+		t.Fatal(errno)
+	}
+	n, _ := s.lookup("in/data.csv")
+	if len(n.blocks) != 3 || &n.blocks[0][0] != &data[0] || &n.blocks[1][0] != &data[scratchBlock] || &n.blocks[2][0] == &data[2*scratchBlock] {
+		t.Fatalf("blocks: %d, the whole ones not adopted or the part one not copied", len(n.blocks))
+	}
+	for i, b := range n.blocks {
+		if len(b) != scratchBlock || cap(b) != scratchBlock {
+			t.Fatalf("block %d: %d bytes, room for %d", i, len(b), cap(b))
+		}
+	}
+	if min := int64(3 * scratchBlock); s.used < min {
+		t.Fatalf("%d bytes charged for three blocks", s.used)
+	}
+	want := append(bytes.Clone(data[:scratchBlock-2]), []byte("ABCD")...)
+	want = append(want, data[scratchBlock+2:]...)
+	want = append(want, []byte("tail")...)
+	f := mustOpen(t, s, "in/data.csv", experimentalsys.O_RDWR)
+	if _, errno := f.Pwrite([]byte("ABCD"), scratchBlock-2); errno != 0 {
+		t.Fatal(errno)
+	}
+	if _, errno := f.Pwrite([]byte("tail"), int64(len(data))); errno != 0 {
+		t.Fatal(errno)
+	}
+	f.Close()
+	got, errno := s.readFile("in/data.csv", 1<<20)
+	if errno != 0 || !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes (%v), want %d", len(got), errno, len(want))
+	}
+}
