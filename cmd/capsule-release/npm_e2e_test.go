@@ -399,11 +399,8 @@ func TestNPX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forms := []struct{ name, spec string }{
-		{"local tarball", "./" + tgz},
-		{"package name", npmName},
-	}
-	for _, form := range forms {
+	specs := []string{"./" + tgz, npmName}
+	for _, spec := range specs {
 		cwd, home := t.TempDir(), t.TempDir()
 		if err := os.WriteFile(filepath.Join(cwd, tgz), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -413,20 +410,20 @@ func TestNPX(t *testing.T) {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
 		}
-		server := map[string]any{"command": "npx", "args": []string{"-y", form.spec, "serve"}, "cwd": cwd, "env": env}
+		server := map[string]any{"command": "npx", "args": []string{"-y", spec, "serve"}, "cwd": cwd, "env": env}
 		for _, start := range []string{"first start, clean HOME", "later start"} {
 			rep := call(t, server)
 			t.Logf("npx -y %s serve, %s: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms (from the spawn)",
-				form.spec, start, rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
+				spec, start, rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
 		}
 		launchers, _ := filepath.Glob(filepath.Join(home, ".npm", "_npx", "*", "node_modules", ".bin", "capsule"))
 		if len(launchers) != 1 {
-			t.Fatalf("npx -y %s installed %d launchers: %v", form.spec, len(launchers), launchers)
+			t.Fatalf("npx -y %s installed %d launchers: %v", spec, len(launchers), launchers)
 		}
-		server["command"], server["args"] = "node", []string{launchers[0], "serve"}
-		if form.spec == npmName {
+		if spec == npmName {
 			// The launcher as npx runs it once npm has checked the
 			// registry: the part of a later start that is capsule's.
+			server["command"], server["args"] = "node", []string{launchers[0], "serve"}
 			for i := range 3 {
 				rep := call(t, server)
 				t.Logf("the launcher npx installed, later start %d: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
@@ -438,7 +435,7 @@ func TestNPX(t *testing.T) {
 	// other; the main package came from the registry for the package name
 	// alone; the later starts fetched nothing.
 	arch, version := nodeArch[runtime.GOARCH], r.rels[0].Version
-	want := map[string]int{registryTarballPath(npmName+"-linux-"+arch, version): len(forms), registryTarballPath(npmName, version): 1}
+	want := map[string]int{registryTarballPath(npmName+"-linux-"+arch, version): len(specs), registryTarballPath(npmName, version): 1}
 	got := map[string]int{}
 	for _, p := range reg.servedTarballs() {
 		got[p]++
