@@ -111,7 +111,9 @@ release-binaries: assets wazero
 # The release (cmd/capsule-release): per architecture
 # dist/capsule-VERSION-linux-ARCH.tar.gz (binary, LICENSE,
 # THIRD_PARTY_NOTICES, SBOM.spdx.json, SHA256SUMS), the npm package
-# dist/capsule-VERSION.tgz with every binary, and dist/SHA256SUMS.
+# dist/capsule-VERSION.tgz (the launcher) with one platform package per
+# binary, dist/capsule-linux-x64-VERSION.tgz and
+# dist/capsule-linux-arm64-VERSION.tgz, and dist/SHA256SUMS.
 # `make image` writes the same and each architecture's container image,
 # dist/capsule-VERSION-linux-ARCH.oci.tar, with no container daemon.
 # Time stamps are the commit's; SOURCE_DATE_EPOCH overrides. Binaries built

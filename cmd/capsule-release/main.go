@@ -7,7 +7,10 @@
 //	    capsule-VERSION-linux-ARCH/THIRD_PARTY_NOTICES   the licence texts of everything inside
 //	    capsule-VERSION-linux-ARCH/SBOM.spdx.json        SPDX 2.3: what is inside, pinned by hashes
 //	    capsule-VERSION-linux-ARCH/SHA256SUMS            the hashes of the four files above
-//	dist/capsule-VERSION.tgz                             the npm package: every binary, a launcher
+//	dist/capsule-VERSION.tgz                             the npm package: the launcher, which runs
+//	                                                     the binary of the platform package npm chose
+//	dist/capsule-linux-ARCH-VERSION.tgz                  an npm platform package: one binary and its SBOM
+//	                                                     (ARCH as node names it: x64, arm64)
 //	dist/capsule-VERSION-linux-ARCH.oci.tar              with -image: the container image, an OCI archive
 //	dist/SHA256SUMS                                      the hashes of all the above
 //
@@ -47,7 +50,8 @@ func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: capsule-release [-bin FILE]... [-root DIR] [-out DIR] [-image]\n\n"+
 			"Writes OUT/capsule-VERSION-linux-ARCH.tar.gz per binary (binary, LICENSE, THIRD_PARTY_NOTICES,\n"+
-			"SBOM.spdx.json, SHA256SUMS), the npm package OUT/capsule-VERSION.tgz, with -image the\n"+
+			"SBOM.spdx.json, SHA256SUMS), the npm package OUT/capsule-VERSION.tgz and its platform\n"+
+			"packages OUT/capsule-linux-ARCH-VERSION.tgz, with -image the\n"+
 			"container images OUT/capsule-VERSION-linux-ARCH.oci.tar, and OUT/SHA256SUMS.\n\n")
 		flag.PrintDefaults()
 	}
@@ -90,7 +94,7 @@ func makeRelease(bins []string, root, out string, withImage, allowModified bool)
 }
 
 // artefacts makes every file of the release, in the order SHA256SUMS lists
-// them: the tarballs, the npm package, the images. digests says, for an
+// them: the tarballs, the npm packages, the images. digests says, for an
 // image, its manifest digest.
 func artefacts(rels []*release, withImage bool) (arts []namedFile, digests map[string]string, err error) {
 	for _, rel := range rels {
@@ -100,11 +104,11 @@ func artefacts(rels []*release, withImage bool) (arts []namedFile, digests map[s
 		}
 		arts = append(arts, t)
 	}
-	pkg, err := npmPackage(rels)
+	pkgs, err := npmPackages(rels)
 	if err != nil {
 		return nil, nil, err
 	}
-	arts = append(arts, pkg)
+	arts = append(arts, pkgs...)
 	digests = map[string]string{}
 	for _, rel := range rels {
 		if !withImage {

@@ -4,7 +4,7 @@
 # different path with its own empty build caches (CAPSULE_BUILD_CACHE: the
 # Debian sources, CPython, zlib, sqlite3, the bundled packages' .debs, the
 # npm tarball; GOCACHE: every compiled Go package), and compares every release
-# artefact: the binary and tarball of each architecture, the npm package and
+# artefact: the binary and tarball of each architecture, the npm packages and
 # the container images (dist/SHA256SUMS, and the images' digests). The Go
 # module cache and npm's cache are shared: both are verified by hash (go.sum,
 # wazero's pin in runtimes/wazero/prepare.sh, the pinned tarball SHA-256)
@@ -71,7 +71,7 @@ for i in 0 1; do
 	grep -h -o 'image capsule:[^ ]* for linux/[a-z0-9]*, digest sha256:[0-9a-f]*' "$work/build-$i.log" | sed 's/^/    /'
 done
 if [[ ${sums[0]} == "${sums[1]}" ]]; then
-	echo "repro-check: identical: commit $commit gives the same binaries, tarballs, npm package and images (dist/SHA256SUMS ${sums[0]})"
+	echo "repro-check: identical: commit $commit gives the same binaries, tarballs, npm packages and images (dist/SHA256SUMS ${sums[0]})"
 	[[ -n ${CAPSULE_REPRO_DIR:-} ]] || rm -rf "$work"
 	exit 0
 fi
