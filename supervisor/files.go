@@ -68,8 +68,12 @@ func (s *Supervisor) checkFiles(req Request) *Answer {
 }
 
 // sendRequest sends the request and the files passed in. A worker that
-// stops reading cannot hold the call past its deadline.
+// stops reading cannot hold the call past its deadline. The worker's pipes
+// are widened only now that it takes a call (files cross them in 64 KiB
+// frames): a worker waiting in the pool holds none of the user's pipe
+// pages.
 func sendRequest(p *process, req Request, timeout time.Duration) error {
+	ipc.WidenPipes(ipc.WorkerPipeSize, p.toWorker, p.fromWkr)
 	_ = p.toWorker.SetWriteDeadline(time.Now().Add(timeout + killGrace))
 	err := p.out.WriteJSON(ipc.TypeRequest, ipc.Request{
 		Code:      req.Code,

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mark3labs/mcp-go/server"
 
+	"capsule/ipc"
 	"capsule/supervisor"
 	"capsule/supervisor/mcplog"
 	"capsule/supervisor/transport"
@@ -107,7 +108,7 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	done := make(chan error, 1)
 	// At the end of stdin, running calls get the shutdown grace to finish,
 	// and their answers a little longer to be written.
-	transport.WidenPipes(os.Stdin, os.Stdout)
+	ipc.WidenPipes(ipc.StdioPipeSize, os.Stdin, os.Stdout)
 	guard := transport.NewStdioGuard(os.Stdin, os.Stdout, int(opts.MaxRequestBody), answerGrace)
 	guard.OnEOF = func() { drain(sup, opts.ShutdownGrace, logger) }
 	stdio.SetContextFunc(guard.ServeToolCalls(mcpServer))

@@ -3,16 +3,15 @@ package transport
 import (
 	"bufio"
 	"bytes"
-	"capsule/supervisor"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"capsule/ipc"
+	"capsule/supervisor"
 )
 
 // StdioGuard stands between the stdio streams and mcp-go's stdio server,
@@ -83,7 +82,7 @@ type stdioBatch struct {
 // one message, grace is how long calls may run on after stdin ends.
 func NewStdioGuard(stdin io.Reader, stdout io.Writer, maxMessage int, grace time.Duration) *StdioGuard {
 	// Reads as large as the pipe, but no larger than a message may be.
-	in := bufio.NewReaderSize(stdin, min(pipeSize, max(64<<10, maxMessage)))
+	in := bufio.NewReaderSize(stdin, min(ipc.StdioPipeSize, max(64<<10, maxMessage)))
 	return &StdioGuard{in: in, out: stdout, max: maxMessage, grace: grace, pending: map[string]bool{}, batches: map[string]*stdioBatch{}}
 }
 
@@ -377,22 +376,3 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 		fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max))))
 }
 
-// pipeSize is the buffer the guard asks of the stdio pipes: a 5 MiB
-// message through the default 64 KiB crosses in 80 pieces, each a wake-up
-// of the reader and the writer, and on a busy machine each waits its turn
-// for a CPU.
-const pipeSize = 1 << 20
-
-// WidenPipes asks the kernel for larger buffers on files that are pipes,
-// as stdin and stdout are under an MCP host. Files that are not pipes, and
-// a kernel that refuses (a pipe over /proc/sys/fs/pipe-max-size, or a user
-// over its pipe pages), keep the buffers they have: it is only speed.
-func WidenPipes(files ...*os.File) {
-	for _, f := range files {
-		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-			continue
-		}
-		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, pipeSize)
-	}
-}

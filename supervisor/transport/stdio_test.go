@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the guard's writers.
@@ -207,27 +204,5 @@ func TestStdioGuardBatchesAndNullIDs(t *testing.T) {
 				t.Errorf("the client got %q, want %q", got, tt.wantOut)
 			}
 		})
-	}
-}
-
-func TestWidenPipes(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	file, err := os.CreateTemp(t.TempDir(), "not-a-pipe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	WidenPipes(r, file) // a file that is not a pipe is left alone
-	size, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if size != pipeSize {
-		t.Errorf("the pipe holds %d bytes, want %d", size, pipeSize)
 	}
 }
