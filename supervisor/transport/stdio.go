@@ -375,4 +375,3 @@ func (g *StdioGuard) tooLarge(head, tail []byte, size int) {
 	g.writeLine(errorResponse(id, codeInvalidRequest,
 		fmt.Sprintf("the message is %d bytes, over the %s limit (see --max-request-body); it was skipped unread", size, supervisor.Size(g.max))))
 }
-
