@@ -22,12 +22,21 @@ const (
 // pipes. Files that are not pipes, and a kernel that refuses (a size over
 // /proc/sys/fs/pipe-max-size, or a user over its pipe pages), keep the
 // buffers they have: it is only speed.
+//
+// It reaches the descriptors through SyscallConn, never Fd: Fd puts a file
+// into blocking mode, after which its deadlines no longer work, and the
+// supervisor ends a cancelled or stuck call by them.
 func WidenPipes(size int, files ...*os.File) {
 	for _, f := range files {
-		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		rc, err := f.SyscallConn()
+		if err != nil {
 			continue
 		}
-		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, size)
+		_ = rc.Control(func(fd uintptr) {
+			var st unix.Stat_t
+			if unix.Fstat(int(fd), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+				_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, size)
+			}
+		})
 	}
 }
