@@ -14,10 +14,10 @@ const mapNoReserve = syscall.MAP_NORESERVE
 // piecemeal, keeps small pages: a huge page clears 2 MiB for the first byte
 // written, and on a virtual machine its 2 MiB are the ones the host has
 // most likely taken back, so each huge page costs hundreds of the host's
-// faults at once (measured: a JavaScript call given a 5 MiB file spent 75
-// ms in the worker with huge pages for its whole memory, 45 ms without;
-// Python's restore, 5.8 against 6.9-8.4 ms in-process). Failure is
-// harmless.
+// faults at once (measured, interleaved: the server's time for a
+// JavaScript call given a 5 MiB file was 84-205 ms with huge pages for the
+// whole memory, 61-65 ms without; Python's restore took 5.8 ms with them
+// and 6.9-8.4 ms without, in-process). Failure is harmless.
 func AdviseHugePages(b []byte) {
 	_ = syscall.Madvise(b, syscall.MADV_HUGEPAGE)
 }
