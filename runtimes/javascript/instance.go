@@ -717,7 +717,12 @@ func (in *instance) callJS(f, this uint32, args ...uint32) (result, exc uint32) 
 	for i, a := range args {
 		in.mem.WriteUint32Le(in.scratch+uint32(4*i), a)
 	}
-	r := in.call(in.fn.call, in.jsctx, f, this, uint32(len(args)), in.scratch)
+	return in.valueOrException(in.call(in.fn.call, in.jsctx, f, this, uint32(len(args)), in.scratch))
+}
+
+// valueOrException returns r, a JSValue* a call into QuickJS returned, or,
+// when r is the exception marker, frees it and returns the exception.
+func (in *instance) valueOrException(r uint32) (result, exc uint32) {
 	if e := in.call(in.fn.resolveException, in.jsctx, r); e != 0 {
 		in.freeValue(r)
 		return 0, e
@@ -737,9 +742,5 @@ func (in *instance) evalScript(code, file string, flags uint32) (result, exc uin
 	r := in.call(in.fn.eval, in.jsctx, src, uint32(len(code)), filename, 0, flags)
 	in.callv(in.fn.free, src)
 	in.callv(in.fn.free, filename)
-	if e := in.call(in.fn.resolveException, in.jsctx, r); e != 0 {
-		in.freeValue(r)
-		return 0, e
-	}
-	return r, 0
+	return in.valueOrException(r)
 }

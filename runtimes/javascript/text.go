@@ -15,8 +15,8 @@ import (
 // version, an empty atom table, the string tag and the length in characters
 // shifted left by one, its low bit set for 16-bit characters, then the
 // characters: one byte each (Latin-1) when every character is below U+0100,
-// UTF-16 little-endian otherwise. TestBJSONStringHeader checks these values
-// against what QTS_bjson_encode writes.
+// UTF-16 little-endian otherwise. TestNewText checks these values against
+// what QTS_bjson_encode writes.
 const (
 	bjsonVersion   = 23 // BC_VERSION of QuickJS-NG 0.12
 	bjsonTagString = 7  // BC_TAG_STRING
@@ -102,14 +102,19 @@ func putChars(dst, text []byte, narrow bool) {
 	}
 }
 
+// charBytes is the size of chars characters as QuickJS stores them.
+func charBytes(chars int, narrow bool) int {
+	if narrow {
+		return chars
+	}
+	return 2 * chars
+}
+
 // newText makes a JSValue* string of UTF-8 text, NULs included, or returns
 // the exception QuickJS threw (out of memory, say). The text has chars
 // characters (at most maxStringChars), narrow when all fit in a byte.
 func (in *instance) newText(text []byte, chars int, narrow bool) (value, exc uint32) {
-	size := chars
-	if !narrow {
-		size = 2 * chars
-	}
+	size := charBytes(chars, narrow)
 	p := in.malloc(uint32(bjsonHeaderLen + size))
 	buf, ok := in.mem.Read(p+bjsonHeaderLen, uint32(size))
 	if !ok {
@@ -124,18 +129,10 @@ func (in *instance) newText(text []byte, chars int, narrow bool) (value, exc uin
 func (in *instance) decodeText(p uint32, chars int, narrow bool) (value, exc uint32) {
 	var hdr [bjsonHeaderLen]byte
 	bjsonStringHeader(hdr[:], chars, narrow)
-	size := chars
-	if !narrow {
-		size = 2 * chars
-	}
 	in.mem.Write(p, hdr[:])
 	// The ArrayBuffer takes p, and frees it with free().
-	ab := in.call(in.fn.newArrayBuffer, in.jsctx, p, uint32(bjsonHeaderLen+size))
+	ab := in.call(in.fn.newArrayBuffer, in.jsctx, p, uint32(bjsonHeaderLen+charBytes(chars, narrow)))
 	v := in.call(in.fn.bjsonDecode, in.jsctx, ab)
 	in.freeValue(ab)
-	if e := in.call(in.fn.resolveException, in.jsctx, v); e != 0 {
-		in.freeValue(v)
-		return 0, e
-	}
-	return v, 0
+	return in.valueOrException(v)
 }

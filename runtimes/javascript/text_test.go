@@ -72,10 +72,7 @@ func sameBJSON(got []byte, text string, chars int, narrow bool) bool {
 	bjsonStringHeader(hdr[:], chars, narrow)
 	mine, _ := binary.Uvarint(hdr[3:])
 	theirs, n := binary.Uvarint(got[min(3, len(got)):])
-	size := chars
-	if !narrow {
-		size *= 2
-	}
+	size := charBytes(chars, narrow)
 	if len(got) < 3 || n <= 0 || !bytes.Equal(got[:3], hdr[:3]) || theirs != mine || len(got) != 3+n+size {
 		return false
 	}
