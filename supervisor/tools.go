@@ -62,7 +62,7 @@ var languages = []language{
 		title:    "Run Python",
 		inputsIn: "a global variable in Python",
 		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
-			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no numpy, no pandas, no pip installs, " +
+			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no pandas, no scipy, no pip installs, " +
 			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
 			"notebook cell: its repr, and exact JSON where it maps) come back.",
 	},
@@ -338,6 +338,11 @@ func (s *Supervisor) files(l language) string {
 	}
 	var b strings.Builder
 	if len(s.bundled) > 0 {
+		if v := python.NumpyVersion(); v != "" {
+			fmt.Fprintf(&b, "numpy %s is built in (numpy.linalg without BLAS, numpy.fft, numpy.random, "+
+				"numpy.polynomial, numpy.ma; 32-bit: its default int is int32, and no floating-point errors "+
+				"are signalled). ", v)
+		}
 		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", bundledList(s.bundled))
 	}
 	if len(s.pythonPackages) > 0 {

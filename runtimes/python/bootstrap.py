@@ -37,6 +37,22 @@ for _dir in (_BUNDLE_DIR, _PACKAGES_DIR):
         sys.path.append(_dir)
 del _dir
 sys.argv[:] = [""]
+
+
+# --- Built-in modules with dotted names: numpy's extension modules are
+# linked into the interpreter (build.sh) and listed under their full names
+# (numpy.core._multiarray_umath), but CPython's BuiltinImporter finds only
+# top-level names, so this finder, first on the meta path, finds the rest.
+class _DottedBuiltinFinder:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if "." in name and name in sys.builtin_module_names:
+            import _frozen_importlib
+            return _frozen_importlib.ModuleSpec(name, _frozen_importlib.BuiltinImporter, origin="built-in")
+        return None
+
+
+sys.meta_path.insert(0, _DottedBuiltinFinder)
 # The private scratch directory is the working directory, so relative paths
 # land in it.
 try:
@@ -232,13 +248,41 @@ def _exact(v, depth):
                 raise _Inexact
             out[k] = _exact(e, depth + 1)
         return out
+    return _exact_numpy(v, depth)
+
+
+# numpy arrays as nested lists and numpy scalars as numbers, where every
+# element converts exactly: booleans, integers and floats of at most 64 bits
+# (float16 and float32 values are exactly Python floats). Not complex,
+# float128, dates or objects; nor an array of more than _MAX_ARRAY_JSON
+# elements, whose JSON would outgrow the report: numpy's repr, which
+# summarises it, stays.
+_MAX_ARRAY_JSON = 100000
+
+
+def _exact_numpy(v, depth):
+    np = sys.modules.get("numpy")
+    if np is None:
+        raise _Inexact
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "biuf" or v.dtype.itemsize > 8 or v.size > _MAX_ARRAY_JSON:
+            raise _Inexact
+        return _exact(v.tolist(), depth)
+    if isinstance(v, np.generic) and v.dtype.kind in "biuf" and v.dtype.itemsize <= 8:
+        return _exact(v.item(), depth)
     raise _Inexact
 
 
 def _render(value):
     """The result's report fields: its JSON text where it maps exactly,
     its type's name, and its repr."""
-    rendered = {"result_type": type(value).__qualname__}
+    t = type(value)
+    name = t.__qualname__
+    # numpy's types by their numpy names (numpy.ndarray, numpy.int64).
+    module = getattr(t, "__module__", None)
+    if type(module) is str and (module == "numpy" or module.startswith("numpy.")):
+        name = module + "." + name
+    rendered = {"result_type": name}
     try:
         rendered["result_repr"] = repr(value)
     except BaseException:
@@ -360,6 +404,12 @@ def _fresh_random():
         r.seed()
     for g in _own_random:
         g.seed()
+    # numpy's global RandomState (np.random.rand, np.random.seed) is seeded
+    # from entropy when numpy is imported: in the numpy variant, that was
+    # once, for every call.
+    mtrand = sys.modules.get("numpy.random.mtrand")
+    if mtrand is not None:
+        mtrand._rand.seed()
 
 
 def _main():

@@ -66,9 +66,10 @@ parse_args "$@"
 # --stack-first stays: the stack sits below the data, so an overflow runs
 # off address 0 and traps instead of silently overwriting the heap.
 stack_size=$((8 * 1024 * 1024))
-# Initial memory must hold the stack plus static data; the heap grows from
-# there with memory.grow up to the host's limit.
-initial_memory=$((12 * 1024 * 1024))
+# Initial memory must hold the stack plus static data (numpy's tables
+# bring the data to about 5 MiB); the heap grows from there with
+# memory.grow up to the host's limit.
+initial_memory=$((16 * 1024 * 1024))
 recursion_limit=1000
 parser_maxstack=6000
 
@@ -79,8 +80,12 @@ parser_maxstack=6000
 # dpkg-source. tcl, gcc, libc6-dev, make: sqlite's native amalgamation
 # generator. xz-utils, bzip2: the source tarballs. libc-bin: zic, the time
 # zone compiler. unifdef: musl's time zone code out of wasi-libc's source.
+# cython3, python3-setuptools, python3-distutils: numpy's own build_src
+# (numpy/extensions.py), which regenerates numpy.random's C with bookworm's
+# Cython.
 packages=(clang lld llvm wasi-libc libclang-rt-14-dev-wasm32 python3.11
-	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch libc-bin unifdef)
+	dpkg-dev tcl gcc libc6-dev make xz-utils bzip2 patch libc-bin unifdef
+	cython3 python3-setuptools python3-distutils)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -160,6 +165,29 @@ if [[ ${src_version[wasi-libc]} != $(dpkg-query -W -f='${Version}' wasi-libc) ]]
 	exit 1
 fi
 
+# numpy, from Debian bullseye's source package: the one numpy source the
+# archive serves (bookworm's upstream tarball is missing from it). It is
+# pinned: the .dsc's SHA-256 is checked here, and the .dsc names the
+# SHA-256 of every other file, which dpkg-source checks. numpy 1.19 was
+# written for Python 3.9 and older; numpy/patches/ ports it to 3.11 and
+# wasm32 (RATIONALE.md, "numpy").
+numpy_version=1:1.19.5-1
+numpy_dsc_sha256=9fbfa1c54f7570e5b24776eede49b6c87318c5df02a6d46fb455708745a96831
+main_apt_opts=("${apt_opts[@]}")
+apt_state "$cache_root/apt-bullseye" deb-src bullseye
+if ! (cd "$srcdir" && apt-get "${apt_opts[@]}" -qq source --download-only "numpy=$numpy_version") \
+	>"$aptdir/fetch-numpy.log" 2>&1; then
+	cat "$aptdir/fetch-numpy.log" >&2
+	echo "build.sh: cannot download numpy $numpy_version from bullseye's sources" >&2
+	exit 1
+fi
+apt_opts=("${main_apt_opts[@]}")
+src_version[numpy]=$numpy_version
+if [[ $(sha256sum "$srcdir/numpy_${numpy_version#*:}.dsc" | cut -d' ' -f1) != "$numpy_dsc_sha256" ]]; then
+	echo "build.sh: numpy_${numpy_version#*:}.dsc is not the pinned one (SHA-256 $numpy_dsc_sha256)" >&2
+	exit 1
+fi
+
 # dsc_path PKG prints the .dsc file of the chosen version (epoch dropped).
 dsc_path() {
 	local v=${src_version[$1]}
@@ -167,14 +195,17 @@ dsc_path() {
 }
 
 # --- Cache key ------------------------------------------------------------
-recipe_hash=$(cd "$here" && cat build.sh buildlib.sh reactor/capsule.c wasi/*.h wasi/*.c pgo/* ../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
+recipe_hash=$(cd "$here" && cat build.sh buildlib.sh reactor/capsule.c wasi/*.h wasi/*.c pgo/* numpy/*.py numpy/patches/*.patch \
+	../internal/snapshot/*.go ../internal/wasmbin/*.go | sha256sum | cut -c1-16)
 toolchain=$(dpkg-query -W -f='${Package}=${Version}\n' clang-14 lld-14 wasi-libc \
-	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g | sha256sum | cut -c1-8)
+	libclang-rt-14-dev-wasm32 python3.11 llvm-14 zlib1g cython3 python3-setuptools python3-distutils |
+	sha256sum | cut -c1-8)
 key="py-${src_version[python3.11]#*:}_zlib-${src_version[zlib]#*:}_sqlite-${src_version[sqlite3]#*:}_tc-${toolchain}_r-${recipe_hash}"
 key+="_xz-${src_version[xz-utils]#*:}_bz2-${src_version[bzip2]#*:}_tz-${src_version[tzdata]#*:}"
+key+="_np-${src_version[numpy]#*:}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
-outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources)
+outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources numpy.zip numpy-tests.zip)
 
 # Nothing to build when dist/ or the cache has this key's outputs.
 ((force)) || dist_from_cache
@@ -371,6 +402,55 @@ build_tzdata() {
 	phase "tzdata $(<version) done"
 }
 
+# build_numpy compiles numpy's extension modules for wasm32-wasi into
+# $work/numpy-build: libnumpy.a and numpy_inittab.o, which python.wasm links
+# (the interpreter has no dynamic loading), after CPython's configure (it
+# needs pyconfig.h). numpy/extensions.py runs numpy's own build_src with the
+# wasm compiler, so numpy's configuration checks (config.h) and code
+# generators run as in a native build; numpy/compile.py compiles what it
+# describes. No BLAS: numpy's own lapack_lite and loops serve linear algebra.
+build_numpy() {
+	local np=$work/numpy out=$work/numpy-build
+	local py_includes="-I$pysrc/Include -I$pysrc/builddir/wasi"
+	mkdir -p "$out"
+	cd "$np"
+	# BLAS/LAPACK/ATLAS=None: numpy.distutils would otherwise look for the
+	# build machine's libraries.
+	CC=$wasm_cc CPPFLAGS="$py_includes" SETUPTOOLS_USE_DISTUTILS=stdlib BLAS=None LAPACK=None ATLAS=None \
+		/usr/bin/python3.11 "$here/numpy/extensions.py" "$out/extensions.json" >"$out/build_src.log" 2>&1 ||
+		{ tail -n 40 "$out/build_src.log" >&2; echo "build.sh: numpy's build_src failed" >&2; exit 1; }
+	phase "numpy: sources generated"
+	# Compiled as numpy.distutils compiles (-DNDEBUG -fwrapv, the building
+	# Python's flags), at -O2.
+	# shellcheck disable=SC2086
+	/usr/bin/python3.11 "$here/numpy/compile.py" "$out/extensions.json" "$np" "$out" "$jobs" \
+		clang --target=wasm32-wasi -O2 -g0 -DNDEBUG -fwrapv $repro_cflags $py_includes \
+		>"$out/compile.log" 2>&1 || { tail -n 60 "$out/compile.log" >&2; exit 1; }
+	# shellcheck disable=SC2086
+	$wasm_cc -O2 -g0 $repro_cflags $py_includes -c "$out/numpy_inittab.c" -o "$out/numpy_inittab.o" || exit 1
+	phase "numpy: $(tail -n 1 "$out/compile.log")"
+}
+
+# numpy_python writes numpy's Python package, as the guest imports it, into
+# $stage: numpy.zip, the .py files of the source tree with those build_src
+# generated, which bundle.sh compiles and adds to the bundled packages; and
+# numpy-tests.zip, numpy's test suites, which only numpy's own test run
+# (numpy/testsuite) uses. Left out: f2py and numpy.distutils, which build
+# native extensions (nothing the sandbox can run), and the C sources.
+numpy_python() {
+	local np=$work/numpy tree=$work/numpy-python tests=$work/numpy-tests
+	mkdir -p "$tree" "$tests"
+	(cd "$np" && find numpy -name '*.py' ! -path 'numpy/f2py/*' ! -path 'numpy/distutils/*' -print0 |
+		xargs -0 cp --parents -t "$tree")
+	cp "$np"/build/src.*/numpy/__config__.py "$tree/numpy/__config__.py"
+	# The tests, apart; numpy.testing stays in the package.
+	(cd "$tree" && find numpy -type d -name tests -prune -print0 | xargs -0 cp -r --parents -t "$tests")
+	find "$tree/numpy" -depth -type d -name tests -exec rm -rf {} +
+	(cd "$np" && find numpy -path '*/tests/*' -type f ! -name "*.py" -print0 | xargs -0 cp --parents -t "$tests")
+	zip_tree "$tree" "$stage/numpy.zip" none
+	zip_tree "$tests" "$stage/numpy-tests.zip" none
+}
+
 # zlib and sqlite3 build while CPython's larger source tree unpacks and is
 # patched: on two cores that overlap saves most of a minute.
 phase "unpacking; zlib ${src_version[zlib]}; sqlite3 ${src_version[sqlite3]}"
@@ -382,6 +462,11 @@ extract xz-utils
 extract bzip2
 extract tzdata
 extract_linked wasi-libc
+extract numpy
+for p in "$here"/numpy/patches/*.patch; do
+	patch -s -p1 -F0 -N --no-backup-if-mismatch -d "$work/numpy" <"$p" >"$work/patch-numpy.log" 2>&1 ||
+		{ cat "$work/patch-numpy.log" >&2; echo "build.sh: numpy/patches/$(basename "$p") does not apply" >&2; exit 1; }
+done
 (build_zlib) &
 zlib_pid=$!
 (build_sqlite) &
@@ -487,6 +572,8 @@ pgo_cflags="-fprofile-instr-use=$pgo_profile -Wno-profile-instr-out-of-date -Wno
 	fi
 	cp config.cache "$conf_cache.tmp"
 	mv "$conf_cache.tmp" "$conf_cache"
+	(build_numpy) &
+	numpy_pid=$!
 	phase "cpython: make"
 	# sys.version's build date is the Debian changelog's, as in Debian's
 	# own build, instead of the compiler's clock.
@@ -505,10 +592,14 @@ include Makefile
 Programs/capsule.o: $(CAPSULE_C)
 	$(MAINCC) -c $(PY_CORE_CFLAGS) -o $@ $(CAPSULE_C)
 python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
-	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
+	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(NUMPY_LIBS) $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
 MK
-	make -f capsule.mk "${make_vars[@]}" CAPSULE_C="$here/reactor/capsule.c" python-reactor.wasm >>make.log 2>&1 ||
-		{ tail -n 60 make.log >&2; exit 1; }
+	wait "$numpy_pid" || { echo "build.sh: the numpy build failed" >&2; exit 1; }
+	# numpy's modules, and wasi-libc's printf of long double (numpy prints
+	# its float128; the plain printf aborts on it).
+	numpy_libs="$work/numpy-build/numpy_inittab.o $work/numpy-build/libnumpy.a -lc-printscan-long-double"
+	make -f capsule.mk "${make_vars[@]}" CAPSULE_C="$here/reactor/capsule.c" NUMPY_LIBS="$numpy_libs" \
+		python-reactor.wasm >>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
 	for mod in zlib _sqlite3 _lzma _bz2 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
@@ -534,6 +625,7 @@ cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysr
 	echo "xz-utils=${src_version[xz-utils]}"
 	echo "bzip2=${src_version[bzip2]}"
 	echo "tzdata=${src_version[tzdata]}"
+	echo "numpy=${src_version[numpy]}"
 } >"$stage/VERSION"
 
 phase "standard library"
@@ -587,5 +679,7 @@ done
 # The hashes of what the binary embeds: every file staged so far.
 (cd "$stage" && find . -maxdepth 1 -type f -printf '%f\n' | LC_ALL=C sort | xargs sha256sum) >"$work/ASSETS"
 mv "$work/ASSETS" "$stage/ASSETS"
+# After ASSETS: the binary embeds numpy's Python files through the bundle.
+numpy_python
 keep_outputs "$stage" py-
 echo "build.sh: built in $((SECONDS - start)) s; dist/ and $out are up to date"

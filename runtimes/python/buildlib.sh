@@ -18,23 +18,35 @@ parse_args() {
 	done
 }
 
-# apt_state DIR TYPE sets up a private apt state in DIR whose entries, of
-# TYPE (deb-src for source packages, deb for binary packages), copy the
-# URIs, suites, components and keyring of the machine's own apt sources, so
-# no archive host is named in this repository and apt verifies every file
-# against the signed index. It updates the lists (keeping the last ones
-# when the update fails and there are some) and sets apt_opts, the options
-# that make apt-get and apt-cache use this state.
+# apt_state DIR TYPE [SUITE] sets up a private apt state in DIR whose
+# entries, of TYPE (deb-src for source packages, deb for binary packages),
+# copy the URIs, suites, components and keyring of the machine's own apt
+# sources, so no archive host is named in this repository and apt verifies
+# every file against the signed index. With SUITE, the state has that one
+# suite of the machine's main archive instead (the entries whose suites
+# include a release's own, such as "bookworm" beside "bookworm-updates"):
+# another Debian release's packages, signed by the same archive keyring.
+# It updates the lists (keeping the last ones when the update fails and
+# there are some) and sets apt_opts, the options that make apt-get and
+# apt-cache use this state.
 apt_state() {
-	local dir=$1 type=$2
+	local dir=$1 type=$2 suite=${3:-}
 	mkdir -p "$dir/lists/partial" "$dir/parts" "$dir/cache/archives/partial"
 	# The state is private: whatever else is in its parts is a leftover.
 	rm -f "$dir/parts/"*.sources
-	python3.11 - "$dir/parts/capsule-$type.sources" "$type" <<'PY'
+	python3.11 - "$dir/parts/capsule-$type.sources" "$type" "$suite" <<'PY'
 import glob, re, sys
 
-out, kind = sys.argv[1], sys.argv[2]
+out, kind, only_suite = sys.argv[1], sys.argv[2], sys.argv[3]
 stanzas = []
+
+
+def suites_for(suites):
+    """The suites of an entry: its own, or only_suite for the main archive's
+    entries (None for the others)."""
+    if not only_suite:
+        return suites
+    return only_suite if any("-" not in s for s in suites.split()) else None
 
 def field(block, name):
     m = re.search(r"^%s:[ \t]*(.*(?:\n[ \t]+.*)*)" % re.escape(name), block, re.M | re.I)
@@ -50,7 +62,10 @@ for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         uris, suites = field(block, "URIs"), field(block, "Suites")
         if not uris or not suites:
             continue
-        st = ["Types: " + kind, "URIs: " + uris.strip(), "Suites: " + suites.strip()]
+        suites = suites_for(suites.strip())
+        if suites is None:
+            continue
+        st = ["Types: " + kind, "URIs: " + uris.strip(), "Suites: " + suites]
         comps = field(block, "Components")
         if comps:
             st.append("Components: " + comps.strip())
@@ -71,6 +86,9 @@ for path in lists:
         if not m:
             continue
         opts, uri, suite, comps = m.groups()
+        suite = suites_for(suite)
+        if suite is None:
+            continue
         st = ["Types: " + kind, "URIs: " + uri, "Suites: " + suite]
         if comps.strip():
             st.append("Components: " + comps.strip())

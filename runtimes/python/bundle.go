@@ -100,6 +100,11 @@ func BundledModules() ([]string, error) {
 	for _, p := range pkgs {
 		names = append(names, p.Modules...)
 	}
+	// numpy's Python package is in the bundle too; its C is in the
+	// interpreter, and its record is the runtime's (build.sh).
+	if NumpyVersion() != "" {
+		names = append(names, "numpy")
+	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }

@@ -3,7 +3,9 @@
 # bundles (sympy, networkx, jinja2, ...: the list below), from Debian
 # bookworm's binary packages. It writes, into runtimes/python/dist/bundle/:
 #
-#   packages.zip    their dist-packages trees, merged, without tests,
+#   packages.zip    their dist-packages trees, merged with numpy's Python
+#                   package (dist/numpy.zip, which build.sh builds with
+#                   numpy's extension modules), without tests,
 #                   benchmarks or compiled extensions, patched where
 #                   bundle-patches/ says why, every module with its
 #                   bytecode (.pyc in __pycache__, for our interpreter) and
@@ -111,10 +113,13 @@ for p in python3.11 patch; do
 	fi
 done
 stdlib_zip=$here/dist/python311.zip
-if [[ ! -f $stdlib_zip ]]; then
-	echo "bundle.sh: $stdlib_zip is missing; run runtimes/python/build.sh first" >&2
-	exit 1
-fi
+numpy_zip=$here/dist/numpy.zip
+for f in "$stdlib_zip" "$numpy_zip"; do
+	if [[ ! -f $f ]]; then
+		echo "bundle.sh: $f is missing; run runtimes/python/build.sh first" >&2
+		exit 1
+	fi
+done
 
 mkdir -p "$cache_root"
 # One build at a time per cache: concurrent runs share the apt state, the
@@ -214,6 +219,7 @@ key=$(
 		echo "${entry%% *}=${version[${entry%% *}]}"
 	done
 	echo "python3.11=$(dpkg-query -W -f='${Version}' python3.11) magic=$magic"
+	echo "numpy=$(sha256sum "$numpy_zip" | cut -d' ' -f1)"
 )
 key="bundle-$(sha256sum <<<"$key" | cut -c1-16)_r-$recipe_hash"
 out=$cache_root/$key
@@ -320,6 +326,10 @@ phase "unpacking ${#bundled[@]} packages"
 for entry in "${bundled[@]}"; do
 	unpack "${entry%% *}" "${entry#* }"
 done
+
+# numpy's Python package: build.sh records its source (numpy links C into
+# the interpreter), so it has no record here.
+(cd "$lib" && /usr/bin/python3.11 -m zipfile -e "$numpy_zip" .)
 
 phase "pruning"
 for d in "${drop_dirs[@]}"; do

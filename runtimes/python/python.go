@@ -137,6 +137,20 @@ func Versions() (cpython, debian string) {
 	return cpython, debian
 }
 
+// NumpyVersion reports the upstream version of the numpy built into the
+// interpreter ("1.19.5", from dist/VERSION's Debian source version), or ""
+// when the build has none.
+func NumpyVersion() string {
+	for line := range strings.Lines(versionFile) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "numpy="); ok {
+			_, v, _ = strings.Cut(v, ":") // the epoch
+			v, _, _ = strings.Cut(v, "-") // the Debian revision
+			return v
+		}
+	}
+	return ""
+}
+
 // Identity is a digest of everything an interpreter's start-up depends on:
 // the module, its data, the standard library, the time zones, the bundled
 // packages and the bootstrap. A snapshot is valid for one identity only.
@@ -606,15 +620,27 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 	// Near the cap CPython may also fail an allocation without setting
 	// MemoryError (deep recursion reports "SystemError: error return
 	// without exception set"): at the cap, the cap is the cause.
-	if rep.Error != nil && ((rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "")) ||
+	if rep.Error != nil && ((rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "" || numpyAllocation(rep.Error.Message))) ||
 		(rep.Error.Type == "SystemError" && nearCap)) {
 		// An allocation failed: CPython's own MemoryError has no message,
-		// and a guest whose memory is at the cap has hit the cap.
+		// numpy's names the array it could not allocate (an allocation
+		// larger than what is left below the cap fails at once, far from
+		// it), and a guest whose memory is at the cap has hit the cap.
 		m := in.memoryOutcome()
+		if numpyAllocation(rep.Error.Message) {
+			m.Error.Message += " (" + rep.Error.Message + ")"
+		}
 		m.Error.Traceback = rep.Error.Traceback
 		return m
 	}
 	return in.scratchOutcome(out)
+}
+
+// numpyAllocation reports whether a MemoryError's message is numpy's for
+// an array it could not allocate: on wasm32 the memory limit or, for more
+// than 4 GiB, the address space stops it, both the memory limit to a call.
+func numpyAllocation(message string) bool {
+	return strings.HasPrefix(message, "Unable to allocate ")
 }
 
 // memoryOutcome is the outcome of a guest stopped by the memory limit.

@@ -59,6 +59,18 @@ sympy.core.cache.clear_cache()
 `,
 	},
 	{
+		Name:    "numpy",
+		Modules: []string{"numpy"},
+		// numpy's __init__ imports its subpackages (linalg, fft, random,
+		// polynomial, ma...); the warm-up runs what a first array, its
+		// repr and a ufunc would otherwise set up in the call.
+		Preload: []string{"numpy"},
+		WarmUp: `import numpy
+a = numpy.arange(6.0).reshape(2, 3)
+repr(a + 1); str(a.sum(axis=0)); repr(numpy.float64(1.5))
+`,
+	},
+	{
 		Name:    "documents",
 		Modules: []string{"openpyxl", "bs4", "pypdf", "soupsieve", "html5lib"},
 		Preload: []string{"openpyxl", "bs4", "pypdf", "soupsieve", "html5lib"},

@@ -59,9 +59,19 @@ read_stdin(void)
     return buf;
 }
 
+/* numpy's extension modules, linked in (build.sh: numpy/compile.py writes
+   it). They join the built-in modules under their dotted names, which the
+   bootstrap's finder imports (CPython's own finder takes only top-level
+   names for built-ins). */
+extern int capsule_numpy_inittab(void);
+
 __attribute__((export_name("capsule_init"))) int
 capsule_init(void)
 {
+    if (capsule_numpy_inittab() < 0) {
+        fprintf(stderr, "capsule: cannot add numpy's modules to the built-in modules\n");
+        return 1;
+    }
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     config.site_import = 0;
