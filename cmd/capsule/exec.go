@@ -10,6 +10,7 @@ import (
 	"slices"
 	"syscall"
 
+	"capsule/cmd/capsule/terminal"
 	"capsule/runtimes"
 	"capsule/supervisor"
 )
@@ -98,9 +99,9 @@ func execSource(fs *flag.FlagSet, code string) (string, error) {
 
 // printAnswer writes what the code did, for a person at a terminal, and
 // returns the exit status. What the guest wrote reaches a terminal with
-// its control characters escaped (guestOutput).
+// its control characters escaped (terminal.GuestOutput).
 func printAnswer(a *supervisor.Answer) int {
-	stdout, stderr := guestOutput(os.Stdout), guestOutput(os.Stderr)
+	stdout, stderr := terminal.GuestOutput(os.Stdout), terminal.GuestOutput(os.Stderr)
 	io.WriteString(stdout, a.Stdout)
 	io.WriteString(stderr, a.Stderr)
 	if a.StdoutTruncated || a.StderrTruncated {

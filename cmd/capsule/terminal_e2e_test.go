@@ -2,49 +2,14 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"capsule/cmd/capsule/terminal/terminaltest"
 )
-
-// openPTY opens a pseudo-terminal: the master end, which reads what is
-// written to the slave end, a terminal.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("opening a pseudo-terminal: %v", err)
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlocking the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("naming the pseudo-terminal: %v", err)
-	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("opening the pseudo-terminal's slave: %v", err)
-	}
-	// Raw output: the terminal passes bytes as written (no LF to CRLF).
-	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tio.Oflag &^= unix.OPOST
-	if err := unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio); err != nil {
-		t.Fatal(err)
-	}
-	return master, slave
-}
 
 // TestExecEscapesForTerminal is issue 32's terminal escapes: what the
 // guest prints reaches a terminal with its control characters escaped, in
@@ -79,7 +44,7 @@ print('\x1b[31mred\x1b[0m'); sys.stderr.write('\x1b]0;title\x07 inv\u202etxt\n')
 				}
 			}
 
-			master, slave := openPTY(t)
+			master, slave := terminaltest.OpenPTY(t)
 			defer master.Close()
 			cmd = exec.Command(capsuleBin, "exec", tt.lang, "-c", tt.code)
 			cmd.Env = serverEnv()

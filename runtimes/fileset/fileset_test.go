@@ -402,3 +402,25 @@ func FuzzCheckPath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClassify holds Classify's sniffing to its promise on any bytes and
+// name: a type that claims an image is one the bytes show, only PNG, JPEG,
+// GIF and WebP are sent as image content, and text is valid UTF-8.
+func FuzzClassify(f *testing.F) {
+	for _, s := range [][2]string{{"a.png", "\x89PNG\r\n\x1a\n"}, {"a.png", "text"}, {"a.svg", "<?xml?><!-- x --><svg>"},
+		{"a.bmp", "BM\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x28\x00\x00\x00"}, {"a.csv", "x,y"}, {"a.ico", "\x00\x00\x01\x00\x01\x00"}} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		k := Classify(name, data)
+		sniffed, shown := imageType(data)
+		switch {
+		case k.Image && (!shown || k.MIME != sniffed):
+			t.Fatalf("Classify(%q, %q) = %+v: image content the bytes do not show", name, data, k)
+		case strings.HasPrefix(k.MIME, "image/") && k.MIME != sniffed && !(k.MIME == svgType && looksLikeSVG(data)):
+			t.Fatalf("Classify(%q, %q) = %+v: an image type the bytes do not show", name, data, k)
+		case k.Text && !utf8.Valid(data):
+			t.Fatalf("Classify(%q, %q) = %+v: text that is not UTF-8", name, data, k)
+		}
+	})
+}

@@ -1,4 +1,7 @@
-package main
+// Package terminal writes what a guest produced to a terminal safely:
+// escaped, so that it cannot drive the terminal, and unchanged when the
+// output is not a terminal.
+package terminal
 
 import (
 	"fmt"
@@ -11,42 +14,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guestOutput is where capsule exec writes what the guest produced (its
+// GuestOutput is where capsule exec writes what the guest produced (its
 // stdout and stderr, its result, its error): f itself when f is not a
 // terminal, so that a pipe or a file gets the bytes unchanged; on a
-// terminal, an escaper, so that the guest cannot drive the terminal
+// terminal, an Escaper, so that the guest cannot drive the terminal
 // (move the cursor, retitle the window, rewrite what was printed before,
 // reorder text) by printing escape sequences or control characters.
-func guestOutput(f *os.File) io.Writer {
-	if !isTerminal(f) {
+func GuestOutput(f *os.File) io.Writer {
+	if !IsTerminal(f) {
 		return f
 	}
-	return terminalEscaper{f}
+	return Escaper{f}
 }
 
-// isTerminal reports whether f is a terminal: whether it has terminal
+// IsTerminal reports whether f is a terminal: whether it has terminal
 // attributes, as isatty(3) checks.
-func isTerminal(f *os.File) bool {
+func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
 
-// terminalEscaper writes through EscapeForTerminal.
-type terminalEscaper struct{ w io.Writer }
+// Escaper writes to W through Escape.
+type Escaper struct{ W io.Writer }
 
-func (e terminalEscaper) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(e.w, EscapeForTerminal(string(p))); err != nil {
+// Write writes p escaped. Each call is escaped alone, so a CRLF split
+// between two calls has its carriage return escaped.
+func (e Escaper) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.W, Escape(string(p))); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-// EscapeForTerminal makes text safe to show on a terminal: each control
+// Escape makes text safe to show on a terminal: each control
 // character (C0, DEL, C1) and bidirectional control is written as an
 // escape, \x1b or \u202e, and so is each byte that is not UTF-8 (\xff).
 // Line feeds, tabs and the carriage return of a CRLF stay, so that text
 // keeps its lines.
-func EscapeForTerminal(s string) string {
+func Escape(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
@@ -84,7 +89,7 @@ func keepControl(s string, i int) bool {
 	}
 }
 
-// needsEscape reports whether EscapeForTerminal would change s.
+// needsEscape reports whether Escape would change s.
 func needsEscape(s string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
