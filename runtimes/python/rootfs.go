@@ -121,7 +121,8 @@ func parentDir(p string) string {
 // at / stays at /. The result is relative to / ("" for / itself).
 func clean(p string) string { return path.Clean("/" + p)[1:] }
 
-// mountOf finds the mount that holds p (cleaned), and p relative to it.
+// mountOf finds the mount that holds p (cleaned): the most specific, as
+// mounts are sorted longest first.
 func (r *rootFS) mountOf(p string) (rootMount, bool) {
 	for _, m := range r.mounts {
 		if p == m.dir || strings.HasPrefix(p, m.dir+"/") {
