@@ -133,7 +133,7 @@ func (c *fileCollector) answer(a *Answer) {
 	a.returned = returnedFiles{files: c.files, unlisted: c.unlisted, lim: c.lim}
 	truncated := 0
 	for _, f := range c.files {
-		k := fileset.Classify(f.Path, f.Data)
+		k := fileset.ClassifyFile(f)
 		a.Files = append(a.Files, FileInfo{Path: f.Path, Size: f.Len(), MIMEType: k.MIME, Truncated: f.Truncated})
 		a.returned.kinds = append(a.returned.kinds, k)
 		if f.Truncated {

@@ -219,3 +219,35 @@ func FuzzReturnedFiles(f *testing.F) {
 		}
 	})
 }
+
+// TestReturnedFakeImage checks that a file named as an image that is not
+// one comes back as bytes of a type that claims no image (issue 32), and
+// that an image comes back as one whatever its name.
+func TestReturnedFakeImage(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nrest")
+	a, err := collectFiles(t, sendFiles(
+		fileset.File{Path: "chart.dat", Data: png},
+		fileset.File{Path: "fake.png", Data: []byte("just text\n")},
+	), done(ipc.Done{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Files) != 2 || a.Files[0].MIMEType != "image/png" || a.Files[1].MIMEType != "application/octet-stream" {
+		t.Fatalf("files %+v", a.Files)
+	}
+	contents := a.FileContents(nil)
+	if img, ok := contents[0].(mcp.ImageContent); !ok || img.MIMEType != "image/png" {
+		t.Errorf("chart.dat: %+v", contents[0])
+	}
+	res, ok := contents[1].(mcp.EmbeddedResource)
+	if !ok {
+		t.Fatalf("fake.png: %T, want an embedded resource", contents[1])
+	}
+	blob, ok := res.Resource.(mcp.BlobResourceContents)
+	if !ok || blob.MIMEType != "application/octet-stream" || blob.URI != "file:///tmp/outputs/fake.png" {
+		t.Errorf("fake.png: %+v", res.Resource)
+	}
+	if !strings.Contains(a.Text(), "fake.png (application/octet-stream, 10 bytes)") {
+		t.Errorf("text %q", a.Text())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"syscall"
 
+	"capsule/cmd/capsule/terminal"
 	"capsule/runtimes"
 	"capsule/supervisor"
 )
@@ -97,21 +98,23 @@ func execSource(fs *flag.FlagSet, code string) (string, error) {
 }
 
 // printAnswer writes what the code did, for a person at a terminal, and
-// returns the exit status.
+// returns the exit status. What the guest wrote reaches a terminal with
+// its control characters escaped (terminal.GuestOutput).
 func printAnswer(a *supervisor.Answer) int {
-	os.Stdout.WriteString(a.Stdout)
-	os.Stderr.WriteString(a.Stderr)
+	stdout, stderr := terminal.GuestOutput(os.Stdout), terminal.GuestOutput(os.Stderr)
+	io.WriteString(stdout, a.Stdout)
+	io.WriteString(stderr, a.Stderr)
 	if a.StdoutTruncated || a.StderrTruncated {
 		fmt.Fprintln(os.Stderr, "capsule: output was truncated at the output limit")
 	}
 	if shown, ok := a.ShownResult(); ok {
-		fmt.Fprintln(os.Stdout, shown)
+		fmt.Fprintln(stdout, shown)
 	}
 	if a.Error != nil {
 		if a.Error.Traceback != "" {
-			fmt.Fprintln(os.Stderr, a.Error.Traceback)
+			fmt.Fprintln(stderr, a.Error.Traceback)
 		} else {
-			fmt.Fprintf(os.Stderr, "%s: %s\n", a.Error.Type, a.Error.Message)
+			fmt.Fprintf(stderr, "%s: %s\n", a.Error.Type, a.Error.Message)
 		}
 	}
 	switch {

@@ -144,6 +144,12 @@ func TestFilesRefused(t *testing.T) {
 		{"bad base64", map[string]any{"x.bin": map[string]any{"base64": "not base64!"}}, `file "x.bin": the content is not valid base64`},
 		{"bad content", map[string]any{"x": 3}, `file "x": the content must be a string (UTF-8 text) or {"base64": "..."} (bytes), got a number`},
 		{"not an object", []any{"x"}, `argument "files" must be an object`},
+		// Names that show as something else (issue 32).
+		{"bidi override", map[string]any{"inv\u202etxt.exe": "x"}, `file "inv\u202etxt.exe": the path contains a bidirectional control character (U+202E)`},
+		{"zero width", map[string]any{"a\u200bb.csv": "x"}, `file "a\u200bb.csv": the path contains an invisible character (U+200B)`},
+		{"line separator", map[string]any{"a\u2028b": "x"}, `the path contains a line or paragraph separator (U+2028)`},
+		{"next line", map[string]any{"a\u0085b": "x"}, `the path contains a line or paragraph separator (U+0085)`},
+		{"escape", map[string]any{"a\x1b[31m": "x"}, `file "a\x1b[31m": the path contains a control character (U+001B)`},
 	}
 	onBothTransports(t, filesFlags, func(t *testing.T, s *testServer) {
 		for _, tc := range cases {
@@ -328,4 +334,36 @@ func TestFilesTypeScriptClient(t *testing.T) {
 		s := startHTTPServer(t, nil, filesFlags...)
 		checkAll(t, runTSClient(t, map[string]any{"transport": "http", "url": s.base + "/mcp"}, calls))
 	})
+}
+
+// TestFilesHonest is issue 32's honest names and types end to end: a text
+// file named .png comes back as bytes of a type that claims no image, a
+// real PNG named .dat as an image, and an output whose name holds a bidi
+// control is not returned, with an error naming the rule.
+func TestFilesHonest(t *testing.T) {
+	s := startServer(t, filesFlags...)
+	res, st := s.call(t, "execute_python", pngPython+`import os
+os.rename('outputs/chart.png', 'outputs/chart.dat')
+open('outputs/fake.png', 'w').write('not a png')
+open('outputs/inv\u202etxt.exe', 'w').write('x')`)
+	if got, want := filesOf(st), "chart.dat:73:image/png fake.png:9:application/octet-stream"; got != want {
+		t.Errorf("files %q, want %q", got, want)
+	}
+	if st.Error == nil || !strings.Contains(st.Error.Message, `file "inv\u202etxt.exe": the path contains a bidirectional control character (U+202E)`) {
+		t.Errorf("error %+v, want one naming the bidi control", st.Error)
+	}
+	var kinds []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case mcp.ImageContent:
+			kinds = append(kinds, "image "+c.MIMEType)
+		case mcp.EmbeddedResource:
+			if b, ok := c.Resource.(mcp.BlobResourceContents); ok {
+				kinds = append(kinds, "blob "+b.MIMEType)
+			}
+		}
+	}
+	if got := strings.Join(kinds, ", "); got != "image image/png, blob application/octet-stream" {
+		t.Errorf("contents %s", got)
+	}
 }

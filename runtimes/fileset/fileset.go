@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -74,8 +75,10 @@ type PathError struct {
 func (e *PathError) Error() string { return fmt.Sprintf("file %q: %s", e.Path, e.Rule) }
 
 // CheckPath reports the first rule p breaks: it must be a relative,
-// clean, valid UTF-8 path without control characters, of at most
-// MaxPathBytes bytes and MaxDepth levels.
+// clean, valid UTF-8 path of at most MaxPathBytes bytes and MaxDepth
+// levels, every character of which shows as itself (see CharRule). Files
+// passed in and files returned, in both languages, are held to it: it is
+// the one place the rule is written.
 func CheckPath(p string) error {
 	if rule := pathRule(p); rule != "" {
 		return &PathError{Path: p, Rule: rule}
@@ -91,12 +94,15 @@ func pathRule(p string) string {
 		return "the path is not valid UTF-8"
 	case strings.IndexByte(p, 0) >= 0:
 		return "the path contains a NUL byte"
-	case strings.IndexFunc(p, isControl) >= 0:
-		return "the path contains a control character"
 	case p[0] == '/':
 		return "the path is absolute; give it relative to the working directory (/tmp), such as \"data.csv\""
 	case len(p) > MaxPathBytes:
 		return fmt.Sprintf("the path is %d bytes, longer than %d", len(p), MaxPathBytes)
+	}
+	for _, r := range p {
+		if rule := CharRule(r); rule != "" {
+			return "the path contains " + rule
+		}
 	}
 	elems := strings.Split(p, "/")
 	for _, e := range elems {
@@ -113,7 +119,43 @@ func pathRule(p string) string {
 	return ""
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// nameCharRules is the rule every character of a path follows, in
+// words, for the errors that name it.
+const nameCharRules = "a file name may hold no control, bidirectional control, line or paragraph separator, or invisible character"
+
+// CharRule says why r may not be in a file name, or "" when it may: a name
+// must show as what it is, to a person reading a listing and to a model
+// reading the answer. Refused are
+//
+//   - control characters, C0, DEL and C1 (general category Cc): a terminal
+//     acts on them;
+//   - line and paragraph separators (U+0085, U+2028, U+2029): they break
+//     a name over lines;
+//   - bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+//     U+2066-U+2069): they show a name in another order than it has, so
+//     that "inv\u202etxt.exe" reads "invexe.txt";
+//   - invisible characters: the rest of general category Cf (U+200B-U+200D,
+//     U+2060-U+2064, U+FEFF, U+00AD, tags, ...), and Unicode's other
+//     default-ignorable code points and variation selectors (U+034F,
+//     U+115F, U+3164, U+FE00-U+FE0F, ...): they show as nothing, so two
+//     names that look alike can differ.
+//
+// That is every Default_Ignorable_Code_Point of Unicode, and a few visible
+// format characters beside (U+0600-U+0605, U+06DD, ...: marks that belong
+// before digits, not in names).
+func CharRule(r rune) string {
+	switch {
+	case r == 0x85 || unicode.In(r, unicode.Zl, unicode.Zp):
+		return fmt.Sprintf("a line or paragraph separator (U+%04X); %s", r, nameCharRules)
+	case unicode.Is(unicode.Cc, r):
+		return fmt.Sprintf("a control character (U+%04X); %s", r, nameCharRules)
+	case unicode.Is(unicode.Bidi_Control, r):
+		return fmt.Sprintf("a bidirectional control character (U+%04X), which shows a name in another order than it has; %s", r, nameCharRules)
+	case unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector):
+		return fmt.Sprintf("an invisible character (U+%04X), which shows as nothing; %s", r, nameCharRules)
+	}
+	return ""
+}
 
 // Compare orders paths as a directory tree is walked with each
 // directory's names sorted: element by element, so that "a/b" comes before

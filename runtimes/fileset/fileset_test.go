@@ -3,9 +3,12 @@ package fileset
 import (
 	"encoding/json"
 	"errors"
+	"path"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestCheckPath(t *testing.T) {
@@ -34,6 +37,36 @@ func TestCheckPath(t *testing.T) {
 		{"./a", "empty or"},
 		{"a/./b", "empty or"},
 		{"\xff.txt", "UTF-8"},
+		// Names that show as something they are not (issue 32): every
+		// character must show as itself.
+		{"日本語/données.csv", ""},
+		{"a\u00a0b.txt", ""}, // a no-break space shows as a space
+		{"émoji 😀.txt", ""},
+		{"حساب.txt", ""}, // right-to-left letters are letters, not controls
+		{"a\u0085b", "line or paragraph separator (U+0085)"},
+		{"a\u2028b", "line or paragraph separator (U+2028)"},
+		{"a\u2029b", "line or paragraph separator (U+2029)"},
+		{"a\u0080b", "control character (U+0080)"},
+		{"a\u009bb", "control character (U+009B)"},
+		{"a\x1b[31mb", "control character (U+001B)"},
+		{"inv\u202etxt.exe", "bidirectional control character (U+202E)"},
+		{"a\u202ab", "bidirectional control character (U+202A)"},
+		{"a\u2066b", "bidirectional control character (U+2066)"},
+		{"a\u2069b", "bidirectional control character (U+2069)"},
+		{"a\u200eb", "bidirectional control character (U+200E)"},
+		{"a\u200fb", "bidirectional control character (U+200F)"},
+		{"a\u061cb", "bidirectional control character (U+061C)"},
+		{"a\u200bb", "invisible character (U+200B)"},
+		{"a\u200cb", "invisible character (U+200C)"},
+		{"a\u200db", "invisible character (U+200D)"},
+		{"a\u2060b", "invisible character (U+2060)"},
+		{"\ufeffa.txt", "invisible character (U+FEFF)"},
+		{"a\u00adb", "invisible character (U+00AD)"},      // soft hyphen
+		{"a\u034fb", "invisible character (U+034F)"},      // combining grapheme joiner
+		{"a\u3164b", "invisible character (U+3164)"},      // Hangul filler, a blank letter
+		{"a\ufe0fb", "invisible character (U+FE0F)"},      // variation selector
+		{"a\U000e0041b", "invisible character (U+E0041)"}, // tag character
+		{"a/b\u2062/c", "invisible character (U+2062)"},   // invisible times, in a directory
 	}
 	for _, tt := range tests {
 		err := CheckPath(tt.path)
@@ -171,8 +204,27 @@ func TestClassify(t *testing.T) {
 		{"x.jpg", []byte("\xff\xd8\xff\xe0"), Kind{MIME: "image/jpeg", Image: true}},
 		{"x.gif", []byte("GIF89a..."), Kind{MIME: "image/gif", Image: true}},
 		{"x.webp", []byte("RIFF\x00\x00\x00\x00WEBPVP8 "), Kind{MIME: "image/webp", Image: true}},
-		{"fake.png", []byte("not a png"), Kind{MIME: "image/png"}},
+		// A name that claims an image its bytes do not show claims nothing
+		// (issue 32): the type is not an image's.
+		{"fake.png", []byte("not a png"), Kind{MIME: "application/octet-stream"}},
+		{"fake.jpg", []byte("hello"), Kind{MIME: "application/octet-stream"}},
+		{"fake.gif", []byte("GIF90a"), Kind{MIME: "application/octet-stream"}},
+		{"fake.webp", []byte("RIFF\x00\x00\x00\x00WAVE"), Kind{MIME: "application/octet-stream"}},
+		{"fake.bmp", []byte("BMW sales, 2024\n"), Kind{MIME: "application/octet-stream"}},
+		{"fake.ico", []byte("icon"), Kind{MIME: "application/octet-stream"}},
+		{"fake.tiff", []byte("II"), Kind{MIME: "application/octet-stream"}},
+		{"fake.svg", []byte("x,y\n1,2\n"), Kind{MIME: "application/octet-stream"}},
+		{"empty.png", nil, Kind{MIME: "application/octet-stream"}},
+		{"x.bmp", []byte("BM\x3a\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00"), Kind{MIME: "image/bmp"}},
+		{"x.bin", []byte("BM\x3a\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00"), Kind{MIME: "image/bmp"}},
+		{"x.ico", []byte("\x00\x00\x01\x00\x01\x00\x10\x10"), Kind{MIME: "image/vnd.microsoft.icon"}},
+		{"x.tif", []byte("II*\x00\x08\x00\x00\x00"), Kind{MIME: "image/tiff"}},
+		{"x.tiff", []byte("MM\x00*\x00\x00\x00\x08"), Kind{MIME: "image/tiff"}},
 		{"d.svg", []byte("<svg/>"), Kind{MIME: "image/svg+xml", Text: true}},
+		{"d.svg", []byte("\ufeff<?xml version=\"1.0\"?>\n<!-- a chart -->\n<svg xmlns=\"http://www.w3.org/2000/svg\">"), Kind{MIME: "image/svg+xml", Text: true}},
+		{"d.svg", []byte("<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" \"x\">\n<svg\n width=\"1\">"), Kind{MIME: "image/svg+xml", Text: true}},
+		{"d.svg", []byte("<svgx>"), Kind{MIME: "application/octet-stream"}},
+		{"d.svg", []byte("<html><svg></svg></html>"), Kind{MIME: "application/octet-stream"}},
 		{"report.pdf", []byte("%PDF-1.4"), Kind{MIME: "application/pdf"}},
 		{"noext", []byte("hello"), Kind{MIME: "application/octet-stream"}},
 		{"dir.d/noext", []byte("hello"), Kind{MIME: "application/octet-stream"}},
@@ -181,6 +233,25 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(tt.path, tt.data); got != tt.want {
 			t.Errorf("Classify(%q, %q) = %+v, want %+v", tt.path, tt.data, got, tt.want)
+		}
+	}
+}
+
+// TestClassifyFile checks that a file not sent, whose bytes are not read,
+// is typed by its name, and one sent by its bytes.
+func TestClassifyFile(t *testing.T) {
+	tests := []struct {
+		f    File
+		want Kind
+	}{
+		{File{Path: "big.png", Truncated: true, Size: 1 << 30}, Kind{MIME: "image/png"}},
+		{File{Path: "big.csv", Truncated: true, Size: 1 << 30}, Kind{MIME: "text/csv"}},
+		{File{Path: "a.png", Data: []byte("text")}, Kind{MIME: "application/octet-stream"}},
+		{File{Path: "a.csv", Data: []byte("x")}, Kind{MIME: "text/csv", Text: true}},
+	}
+	for _, tt := range tests {
+		if got := ClassifyFile(tt.f); got != tt.want {
+			t.Errorf("ClassifyFile(%+v) = %+v, want %+v", tt.f, got, tt.want)
 		}
 	}
 }
@@ -261,4 +332,95 @@ func TestCollector(t *testing.T) {
 		!strings.HasSuffix(err.Error(), "; and 4 more") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// defaultIgnorable is Unicode's Default_Ignorable_Code_Point property
+// (DerivedCoreProperties.txt, Unicode 15.0), written out here as an oracle
+// independent of CharRule, which derives it from general categories.
+var defaultIgnorable = [][2]rune{
+	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
+	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x206F}, {0x3164, 0x3164},
+	{0xFE00, 0xFE0F}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3},
+	{0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
+}
+
+func isDefaultIgnorable(r rune) bool {
+	for _, rg := range defaultIgnorable {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// mustRefuse reports whether a name rule must refuse r: controls, line and
+// paragraph separators, and every default-ignorable code point (bidi
+// controls and zero-width characters among them).
+func mustRefuse(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 || isDefaultIgnorable(r)
+}
+
+// TestCharRuleCoversEveryInvisible checks every code point: each that must
+// be refused is, and what else is refused is a format character (general
+// category Cf), never a letter, digit, mark, symbol, punctuation or space.
+func TestCharRuleCoversEveryInvisible(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		rule := CharRule(r)
+		switch {
+		case mustRefuse(r) && rule == "":
+			t.Errorf("U+%04X is allowed in names; it must be refused", r)
+		case !mustRefuse(r) && rule != "" && !unicode.Is(unicode.Cf, r):
+			t.Errorf("U+%04X is refused (%s), though it shows as itself", r, rule)
+		}
+	}
+}
+
+// FuzzCheckPath holds CheckPath to the rules, checked here independently:
+// a path it accepts is valid UTF-8, relative and clean, within the length
+// and depth bounds, and holds no character that must be refused.
+func FuzzCheckPath(f *testing.F) {
+	for _, s := range []string{"a.csv", "a/b/c", "inv\u202etxt.exe", "a\u200bb", "\ufeff", "a\u2028", "../x", "日本/語"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		err := CheckPath(p)
+		if err != nil {
+			var pe *PathError
+			if !errors.As(err, &pe) || pe.Path != p || pe.Rule == "" {
+				t.Fatalf("CheckPath(%q) = %v, not a PathError for the path", p, err)
+			}
+			return
+		}
+		if !utf8.ValidString(p) || p == "" || len(p) > MaxPathBytes || path.Clean(p) != p || path.IsAbs(p) ||
+			p == ".." || strings.HasPrefix(p, "../") || strings.Count(p, "/") >= MaxDepth {
+			t.Fatalf("accepted %q", p)
+		}
+		for _, r := range p {
+			if mustRefuse(r) {
+				t.Fatalf("accepted %q, which holds U+%04X", p, r)
+			}
+		}
+	})
+}
+
+// FuzzClassify holds Classify's sniffing to its promise on any bytes and
+// name: a type that claims an image is one the bytes show, only PNG, JPEG,
+// GIF and WebP are sent as image content, and text is valid UTF-8.
+func FuzzClassify(f *testing.F) {
+	for _, s := range [][2]string{{"a.png", "\x89PNG\r\n\x1a\n"}, {"a.png", "text"}, {"a.svg", "<?xml?><!-- x --><svg>"},
+		{"a.bmp", "BM\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x28\x00\x00\x00"}, {"a.csv", "x,y"}, {"a.ico", "\x00\x00\x01\x00\x01\x00"}} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		k := Classify(name, data)
+		sniffed, shown := imageType(data)
+		switch {
+		case k.Image && (!shown || k.MIME != sniffed):
+			t.Fatalf("Classify(%q, %q) = %+v: image content the bytes do not show", name, data, k)
+		case strings.HasPrefix(k.MIME, "image/") && k.MIME != sniffed && !(k.MIME == svgType && looksLikeSVG(data)):
+			t.Fatalf("Classify(%q, %q) = %+v: an image type the bytes do not show", name, data, k)
+		case k.Text && !utf8.Valid(data):
+			t.Fatalf("Classify(%q, %q) = %+v: text that is not UTF-8", name, data, k)
+		}
+	})
 }

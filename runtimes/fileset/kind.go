@@ -2,6 +2,7 @@ package fileset
 
 import (
 	"bytes"
+	"encoding/binary"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -9,12 +10,14 @@ import (
 
 // Kind is what a file is, as an answer presents it.
 type Kind struct {
-	// MIME is the file's media type: the image format its magic bytes
-	// show, else the one its extension names, else
-	// application/octet-stream.
+	// MIME is the file's media type. An image type comes from the bytes
+	// only: the format its magic bytes show, whatever its name. Otherwise
+	// it is the type the extension names, unless that names an image the
+	// bytes do not show, which makes it application/octet-stream: a name
+	// alone never makes a file an image.
 	MIME string
 	// Image marks a PNG, JPEG, GIF or WebP file, known by its magic bytes
-	// whatever its name.
+	// whatever its name: the formats an answer sends as image content.
 	Image bool
 	// Text marks a file of a text type (by extension) whose content is
 	// valid UTF-8.
@@ -23,10 +26,27 @@ type Kind struct {
 
 // Classify says what the file at p holding data is.
 func Classify(p string, data []byte) Kind {
-	if mime := imageType(data); mime != "" {
-		return Kind{MIME: mime, Image: true}
+	if mime, shown := imageType(data); mime != "" {
+		return Kind{MIME: mime, Image: shown}
 	}
-	return Kind{MIME: MIMEType(p), Text: IsText(p, data)}
+	mime := MIMEType(p)
+	if mime == svgType && IsText(p, data) && looksLikeSVG(data) {
+		return Kind{MIME: mime, Text: true}
+	}
+	if strings.HasPrefix(mime, "image/") {
+		return Kind{MIME: "application/octet-stream"}
+	}
+	return Kind{MIME: mime, Text: IsText(p, data)}
+}
+
+// ClassifyFile is Classify for a file passed in or returned. A truncated
+// file's bytes are not read, so it is typed by its name alone: it is
+// listed, and nothing of it is sent to be shown.
+func ClassifyFile(f File) Kind {
+	if f.Truncated {
+		return Kind{MIME: MIMEType(f.Path)}
+	}
+	return Classify(f.Path, f.Data)
 }
 
 // IsText reports whether a file at p holding data is text: its extension
@@ -75,18 +95,76 @@ var mimeTypes = map[string]string{
 	"wav":  "audio/wav", "mp3": "audio/mpeg", "bin": "application/octet-stream",
 }
 
-// imageType is the MIME type of a PNG, JPEG, GIF or WebP image, known by
-// its first bytes, or "".
-func imageType(b []byte) string {
+// imageType is the MIME type of an image its first bytes show, or "";
+// shown says it is a PNG, JPEG, GIF or WebP, which MCP clients show as an
+// image. BMP, ICO and TIFF are recognised, so that their type is right,
+// and sent as bytes.
+func imageType(b []byte) (mime string, shown bool) {
 	switch {
 	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		return "image/png"
+		return "image/png", true
 	case bytes.HasPrefix(b, []byte("\xff\xd8\xff")):
-		return "image/jpeg"
+		return "image/jpeg", true
 	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
-		return "image/gif"
+		return "image/gif", true
 	case len(b) >= 12 && bytes.Equal(b[:4], []byte("RIFF")) && bytes.Equal(b[8:12], []byte("WEBP")):
-		return "image/webp"
+		return "image/webp", true
+	case isBMP(b):
+		return "image/bmp", false
+	case len(b) >= 6 && bytes.HasPrefix(b, []byte("\x00\x00\x01\x00")) && (b[4] != 0 || b[5] != 0):
+		return "image/vnd.microsoft.icon", false // ICONDIR: reserved 0, type 1, at least one image
+	case bytes.HasPrefix(b, []byte("II*\x00")), bytes.HasPrefix(b, []byte("MM\x00*")):
+		return "image/tiff", false
 	}
-	return ""
+	return "", false
+}
+
+// isBMP recognises a Windows bitmap: "BM", then a file header whose
+// reserved words are zero, then one of the known DIB header sizes. "BM"
+// alone would take text such as "BMW ..." for a bitmap.
+func isBMP(b []byte) bool {
+	if len(b) < 18 || b[0] != 'B' || b[1] != 'M' || !bytes.Equal(b[6:10], []byte{0, 0, 0, 0}) {
+		return false
+	}
+	switch binary.LittleEndian.Uint32(b[14:18]) {
+	case 12, 40, 52, 56, 64, 108, 124:
+		return true
+	}
+	return false
+}
+
+const (
+	svgType = "image/svg+xml"
+	// svgSniffBytes bounds how far looksLikeSVG looks for the <svg> element.
+	svgSniffBytes = 64 << 10
+)
+
+// looksLikeSVG reports whether text is an SVG document: after an optional
+// byte order mark, XML declaration, comments and document type, its first
+// element is <svg>.
+// Only the first svgSniffBytes are looked at.
+func looksLikeSVG(text []byte) bool {
+	s := strings.TrimPrefix(string(text[:min(len(text), svgSniffBytes)]), "\ufeff")
+	for {
+		s = strings.TrimLeft(s, " \t\r\n")
+		var end string
+		switch {
+		case strings.HasPrefix(s, "<?"):
+			end = "?>"
+		case strings.HasPrefix(s, "<!--"):
+			end = "-->"
+		case strings.HasPrefix(s, "<!"):
+			end = ">"
+		case strings.HasPrefix(s, "<svg"):
+			rest := s[len("<svg"):]
+			return rest != "" && strings.ContainsRune(" \t\r\n/>", rune(rest[0]))
+		default:
+			return false
+		}
+		i := strings.Index(s, end)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(end):]
+	}
 }

@@ -102,6 +102,20 @@ outputs['v.bin'] = new Uint16Array([1, 2]).subarray(1); outputs['d.bin'] = new D
 		{name: "after the deadline", code: `outputs['late.txt'] = 'before'; while (true) {}`, files: "late.txt:6", err: "timeout", limit: runtimes.LimitTimeout},
 		{name: "a proxy that never answers", code: `outputs = new Proxy({}, {ownKeys() { while (true) {} }}); 0`, err: "outputs: could not be read"},
 		{name: "a looping proxy in its place", code: `globalThis.outputs = new Proxy({}, {getPrototypeOf() { while (true) {} }}); 0`, err: "outputs: could not be read"},
+		// Names that show as something else are refused (issue 32).
+		{name: "names that lie", code: "outputs['inv\\u202etxt.exe'] = 'a'; outputs['a\\u200bb'] = 'b'; outputs['l\\u2028'] = 'c'; outputs['ok.txt'] = 'd'",
+			files: "ok.txt:1", err: `file "a\u200bb": the path contains an invisible character (U+200B)`},
+		// What the code did to its globals does not change what is collected
+		// (issue 32; test262's built-ins/global/property-descriptor.js).
+		{name: "globalThis deleted", code: `outputs['a.txt'] = 'x'; delete globalThis; 1 + 1`, files: "a.txt:1"},
+		{name: "globalThis replaced", code: `outputs['a.txt'] = 'x'; globalThis = {outputs: {'b.txt': 'y'}}; 0`, files: "a.txt:1"},
+		{name: "Array.prototype setters", code: `outputs['a.txt'] = 'x'; outputs['b.txt'] = 'y';
+for (let i = 0; i < 8; i++) Object.defineProperty(Array.prototype, i, {set() {}, get() { return 'z' }}); 0`, files: "a.txt:1 b.txt:1"},
+		{name: "ArrayBuffer species", code: `outputs['a.bin'] = new Uint8Array([1, 2]); outputs['b.bin'] = new ArrayBuffer(3);
+class Big extends ArrayBuffer { constructor() { super(1000) } }
+Object.defineProperty(ArrayBuffer, Symbol.species, {get() { return Big }}); 0`, files: "a.bin:2b b.bin:3b"},
+		{name: "outputs behind a getter", code: `Object.defineProperty(globalThis, 'outputs', {get() { throw new Error('called') }}); 0`,
+			err: "outputs: could not be read: the global outputs is a getter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,9 @@
   const hostCancel = host.cancel;
   const maxPendingTimers = host.maxPendingTimers;
 
+  // The global object, held here: the code may delete or replace the
+  // global binding globalThis, and Run still reaches the real one.
+  const global = globalThis;
   const apply = Reflect.apply;
   // uncurry(fn)(self, ...args) is fn.call(self, ...args) with the call
   // bound now: a bound function, so no array is made per call.
@@ -95,6 +98,9 @@
   const arrayBufferByteLength = uncurry(getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get);
   const promiseResolve = Promise.resolve.bind(Promise);
   const promiseThen = uncurry(Promise.prototype.then);
+  const PromiseCtor = Promise;
+  const toStringTag = Symbol.toStringTag;
+  const MathTrunc = Math.trunc;
 
   const RegExpProto = RegExp.prototype;
   const regexpSource = uncurry(getOwnPropertyDescriptor(RegExpProto, 'source').get);
@@ -315,7 +321,7 @@
       } else if (brand(arrayBufferByteLength, value)) {
         base = `ArrayBuffer { byteLength: ${arrayBufferByteLength(value)} }`;
         if (keys.length === 0) return base;
-      } else if (value instanceof Promise) {
+      } else if (value instanceof PromiseCtor) {
         braces = [`${prefix('Promise')}{`, '}'];
         base = '';
         keys = keysOf(value, false);
@@ -328,7 +334,7 @@
       } else {
         let tag = '';
         try {
-          const t = value[Symbol.toStringTag];
+          const t = value[toStringTag];
           if (typeof t === 'string' && t !== '' && t !== ctor) tag = `[${t}] `;
         } catch { /* a throwing getter: no tag */ }
         if (ctor === 'Object') {
@@ -582,7 +588,7 @@
             if (typeof arg === 'bigint') rep = `${arg}n`;
             else if (typeof arg === 'symbol') rep = 'NaN';
             else {
-              const n = c === 'i' ? Math.trunc(NumberCtor(arg)) : NumberCtor(arg);
+              const n = c === 'i' ? MathTrunc(NumberCtor(arg)) : NumberCtor(arg);
               rep = formatNumber(n);
             }
             break;
@@ -690,7 +696,7 @@
     clearTimeout: function clearTimeout(id) { clearTimer(id); },
     clearInterval: function clearInterval(id) { clearTimer(id); },
   };
-  if (typeof globalThis.queueMicrotask !== 'function') {
+  if (typeof global.queueMicrotask !== 'function') {
     globals.queueMicrotask = function queueMicrotask(callback) {
       if (typeof callback !== 'function') {
         throw new TypeErrorCtor(`The "callback" argument must be of type function. Received ${inspect(callback)}`);
@@ -699,12 +705,12 @@
     };
   }
   for (const name of objectKeys(globals)) {
-    defineProperty(globalThis, name, { value: globals[name], writable: true, enumerable: false, configurable: true });
+    defineProperty(global, name, { value: globals[name], writable: true, enumerable: false, configurable: true });
   }
   // Node, Deno and browser globals that code might probe to find I/O: make
   // sure none is there.
   for (const name of ['require', 'process', 'fetch', 'XMLHttpRequest', 'Deno', 'Bun', 'module', 'exports']) {
-    delete globalThis[name];
+    delete global[name];
   }
 
   // ---- what Run calls.
@@ -875,7 +881,7 @@
   }
 
   function setInputs(json) {
-    defineProperty(globalThis, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
+    defineProperty(global, 'inputs', { value: jsonParse(json), writable: true, enumerable: false, configurable: true });
   }
 
   // ---- files: the files passed in (the global `files`, defined only when
@@ -883,7 +889,7 @@
 
   const freeze = Object.freeze;
   const Uint8ArrayCtor = Uint8Array;
-  const arrayBufferSlice = uncurry(ArrayBuffer.prototype.slice);
+  const typedArraySet = uncurry(getPrototypeOf(Uint8Array.prototype).set);
   const typedArrayProto = getPrototypeOf(Uint8Array.prototype);
   const typedArrayBuffer = uncurry(getOwnPropertyDescriptor(typedArrayProto, 'buffer').get);
   const typedArrayByteOffset = uncurry(getOwnPropertyDescriptor(typedArrayProto, 'byteOffset').get);
@@ -905,25 +911,32 @@
 
   // sealFiles freezes the files and makes them the global `files`.
   function sealFiles() {
-    defineProperty(globalThis, 'files', { value: freeze(filesIn), writable: false, enumerable: false, configurable: true });
+    defineProperty(global, 'files', { value: freeze(filesIn), writable: false, enumerable: false, configurable: true });
   }
 
   const outputs = {};
-  defineProperty(globalThis, 'outputs', { value: outputs, writable: true, enumerable: false, configurable: true });
+  defineProperty(global, 'outputs', { value: outputs, writable: true, enumerable: false, configurable: true });
 
   // collectOutputs lists the files to return as [unlisted, path, kind,
   // value, ...]: kind 0 a string (NULs and all: the host reads it whole,
   // since searching a long string here costs far more), 1 an ArrayBuffer
   // of the bytes, 3 a value that
   // cannot be a file, with the reason; at most max of them, and the count
-  // of the rest first. The files come from the global `outputs`: the
-  // object the call started with, or a plain object put in its place
-  // (anything else under that name is taken for the code's own variable).
-  // No getter is called.
+  // of the rest first. The files come from the global object's `outputs`
+  // (whatever became of the binding globalThis): the object the call
+  // started with, or a plain object put in its place (anything else under
+  // that name is taken for the code's own variable). No getter is called:
+  // a getter for `outputs` itself is an error that says so, and a getter
+  // for a file's content refuses that file. The list has no prototype, so that no setter
+  // the code put on Array.prototype sees or keeps its entries.
   function collectOutputs(max) {
-    const out = [0];
-    const desc = getOwnPropertyDescriptor(globalThis, 'outputs');
-    if (desc === undefined || !hasOwn(desc, 'value')) return out;
+    const out = setPrototypeOf([0], null);
+    const desc = getOwnPropertyDescriptor(global, 'outputs');
+    if (desc === undefined) return out;
+    if (!hasOwn(desc, 'value')) {
+      throw new ErrorCtor('the global outputs is a getter or setter, which is not called; ' +
+        'leave outputs an object and assign files to it, such as outputs["a.txt"] = text');
+    }
     const obj = desc.value;
     if (obj !== outputs && !isPlainObject(obj)) return out;
     const keys = objectKeys(obj);
@@ -933,7 +946,7 @@
         break;
       }
       if (strIncludes(keys[i], '\0')) {
-        push(out, replace(keys[i], /\0/g, '\\0'), 3, 'the path contains a NUL byte');
+        push(out, escapeNUL(keys[i]), 3, 'the path contains a NUL byte');
         continue;
       }
       const d = getOwnPropertyDescriptor(obj, keys[i]);
@@ -948,10 +961,20 @@
       } else if (isView(v)) {
         push(out, keys[i], 1, bytesOf(v));
       } else if (brand(arrayBufferByteLength, v)) {
-        push(out, keys[i], 1, arrayBufferSlice(v, 0));
+        push(out, keys[i], 1, copyBytes(v, 0, arrayBufferByteLength(v)));
       } else {
         push(out, keys[i], 3, `the content must be a string or a Uint8Array, got ${describeType(v)}`);
       }
+    }
+    return out;
+  }
+
+  // escapeNUL writes each NUL of s as \0, for an error that names s.
+  // (split and replace would look up methods the code can replace.)
+  function escapeNUL(s) {
+    let out = '';
+    for (let i = 0; i < s.length; i++) {
+      out += charCodeAt(s, i) === 0 ? '\\0' : s[i];
     }
     return out;
   }
@@ -965,11 +988,19 @@
   // bytesOf copies the bytes a typed array or DataView shows.
   function bytesOf(view) {
     if (brand(dataViewByteLength, view)) {
-      const off = dataViewByteOffset(view);
-      return arrayBufferSlice(dataViewBuffer(view), off, off + dataViewByteLength(view));
+      return copyBytes(dataViewBuffer(view), dataViewByteOffset(view), dataViewByteLength(view));
     }
-    const off = typedArrayByteOffset(view);
-    return arrayBufferSlice(typedArrayBuffer(view), off, off + typedArrayByteLength(view));
+    return copyBytes(typedArrayBuffer(view), typedArrayByteOffset(view), typedArrayByteLength(view));
+  }
+
+  // copyBytes copies n bytes of buffer from off into a new ArrayBuffer.
+  // ArrayBuffer.prototype.slice would build the copy with the buffer's
+  // species constructor, which the code can replace; a view and a set
+  // consult nothing the code can change.
+  function copyBytes(buffer, off, n) {
+    const copy = new Uint8ArrayCtor(n);
+    typedArraySet(copy, new Uint8ArrayCtor(buffer, off, n));
+    return typedArrayBuffer(copy);
   }
 
   function describeType(v) {

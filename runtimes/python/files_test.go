@@ -87,6 +87,9 @@ for p in ['z.txt', 'a/b/c.csv', 'a-b.txt', 'a/x.bin']:
 			files: "1/2/3/4/5/6/7/y:1", err: `outputs: not returned: file "1/2/3/4/5/6/7/8/": files in this directory would be more than 8 levels`},
 		{name: "outputs replaced by a file", code: "import os\nos.rmdir('outputs')\nopen('outputs', 'w').write('x')"},
 		{name: "empty file", code: "open('outputs/e', 'w')", files: "e:0"},
+		// Names that show as something else are refused (issue 32).
+		{name: "names that lie", code: "import os\nos.makedirs('outputs/d\\u202e')\nfor p in ['inv\\u202etxt.exe', 'a\\u200bb', 'l\\u2028', 'n\\x85', 'd\\u202e/x', 'ok.txt']:\n    open('outputs/' + p, 'w').write('x')",
+			files: "ok.txt:1", err: `file "a\u200bb": the path contains an invisible character (U+200B)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -158,7 +158,7 @@ func NumpyVersion() string {
 // doctor` checks): hashing its 19 MB here would add to the server's
 // start-up.
 var Identity = sync.OnceValue(func() string {
-	return snapshot.Identity(runtimes.Python, pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bundleSums), []byte(bootstrap))
+	return snapshot.Identity(runtimes.Python, pythonWasm, moduleData, stdlibZip, tzdataZip, []byte(bundleSums), []byte(bootstrap), []byte(fsLayout))
 })
 
 // Libraries reports the Debian source packages of the libraries and data

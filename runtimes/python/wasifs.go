@@ -20,6 +20,7 @@ import (
 const (
 	errnoMfile = 33 // too many open files
 	errnoNospc = 51 // no space left on device
+	errnoXdev  = 75 // a rename or link across two file systems
 )
 
 // maxOpenFiles bounds the files and directories one guest has open at
@@ -197,23 +198,37 @@ func cpuClock(fn api.GoModuleFunction, resolution bool) api.GoModuleFunction {
 
 // fsConfig is everything one guest sees of a file system: the standard
 // library, the time zones, the bundled packages and the operator's
-// packages, read-only, and its own scratch directory (nil: none). Every file
-// it opens counts in files.
+// packages, read-only, and its own scratch directory (nil: none), each at
+// its mount point under one root (see rootFS), the only preopened
+// directory. Every file it opens counts in files.
+//
+// One preopen at "/" rather than one per mount: wasi-libc hands a path to
+// the preopen with the longest matching prefix, relative to it, and
+// wazero refuses a relative path that climbs out of its preopen, so with a
+// preopen per mount "/tmp/../dev/null" failed with EPERM; through the one
+// root, ".." leads where it does on Linux. A snapshot holds wasi-libc's
+// table of preopens, so fsLayout, in the snapshot's identity, names it.
 func (e *engine) fsConfig(files *guestFiles, scratch *scratchFS) wazero.FSConfig {
-	cfg := wazero.NewFSConfig().
-		WithFSMount(e.stdlib.view(files), stdlibDir).
-		WithFSMount(e.zoneinfo.view(files), zoneinfoDir)
+	mounts := map[string]experimentalsys.FS{
+		stdlibDir:   &sysfs.AdaptFS{FS: e.stdlib.view(files)},
+		zoneinfoDir: &sysfs.AdaptFS{FS: e.zoneinfo.view(files)},
+	}
 	if e.bundleFS != nil {
-		cfg = cfg.WithFSMount(e.bundleFS.view(files), BundleDir)
+		mounts[BundleDir] = &sysfs.AdaptFS{FS: e.bundleFS.view(files)}
 	}
 	if e.packagesFS != nil {
-		cfg = cfg.WithFSMount(e.packagesFS.view(files), PackagesDir)
+		mounts[PackagesDir] = &sysfs.AdaptFS{FS: e.packagesFS.view(files)}
 	}
 	if scratch != nil {
-		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(scratch, ScratchDir)
+		mounts[ScratchDir] = scratch
 	}
-	return cfg
+	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newRootFS(mounts, files), "/")
 }
+
+// fsLayout describes fsConfig's preopens, for the snapshot's identity:
+// change it whenever they change, so that no snapshot made with others is
+// used.
+const fsLayout = "preopens: / (rootFS, with every mount below it)"
 
 // scratchOutcome names the scratch limit in the answer of a run that
 // failed after its scratch directory filled up.
