@@ -343,6 +343,7 @@ func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
 		timeout = min(req.Timeout, s.cfg.Limits.MaxTimeout)
 	}
 	a := s.execute(ctx, req, timeout)
+	a.limitNote = s.limitNote(a, req.Language, timeout)
 	a.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.logExecution(id, req, a)
 	return a
