@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -206,4 +207,39 @@ func TestShortStdioSessionIsQuiet(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReadOnlyCache: a cache directory on a read-only file system (a
+// container's read-only root, here a read-only bind mount of a filled
+// cache) is not fatal: exec and serve run without a cache and warn once.
+// It needs root, to mount.
+func TestReadOnlyCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a read-only file system")
+	}
+	home := t.TempDir()
+	fill := exec.Command(capsuleBin, "exec", "python", "-c", "1")
+	fill.Env = serverEnv("XDG_CACHE_HOME=" + home)
+	if out, err := fill.CombinedOutput(); err != nil {
+		t.Fatalf("filling the cache: %v\n%s", err, out)
+	}
+	if err := syscall.Mount(home, home, "", syscall.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(home, syscall.MNT_DETACH) })
+	if err := syscall.Mount(home, home, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount read-only: %v", err)
+	}
+	cmd := exec.Command(capsuleBin, "exec", "python", "-c", "6 * 7")
+	cmd.Env = serverEnv("XDG_CACHE_HOME=" + home)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil || stdout.String() != "42\n" || strings.Count(stderr.String(), "[WARN]") != 1 ||
+		!strings.Contains(stderr.String(), "the cache directory cannot be written: running without a cache") {
+		t.Errorf("exec on a read-only cache: %v, stdout %q, stderr:\n%s\nwant 42 and one warning", err, stdout.String(), stderr.String())
+	}
+	s := startServerEnv(t, []string{"XDG_CACHE_HOME=" + home})
+	res, st := s.call(t, "execute_javascript", "6 * 7")
+	check(t, res, st, expectation{result: "42"})
 }
