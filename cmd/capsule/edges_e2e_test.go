@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLimitNamedInText: whenever an answer has a limit, its text content
@@ -242,4 +243,44 @@ func TestReadOnlyCache(t *testing.T) {
 	s := startServerEnv(t, []string{"XDG_CACHE_HOME=" + home})
 	res, st := s.call(t, "execute_javascript", "6 * 7")
 	check(t, res, st, expectation{result: "42"})
+}
+
+// TestKilledSnapshotWorkerRetried: a snapshot worker killed during the
+// first start (as the OOM killer or an operator might) no longer leaves
+// the server without an interpreter snapshot until it restarts: calls go
+// on, cold, and the snapshot is made again after a backoff.
+func TestKilledSnapshotWorkerRetried(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // an empty cache: the snapshots are made at start
+	r := startRawStdio(t, append([]string{"--log-level", "debug"}, noPool...)...)
+	server := r.cmd.Process.Pid
+	failed := func() bool {
+		return strings.Contains(r.stderr.String(), "no interpreter snapshot") && strings.Contains(r.stderr.String(), "snapshot=python")
+	}
+	killed := 0
+	eventually(60*time.Second, func() bool {
+		for _, pid := range children(server) {
+			if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(cmdline), "worker") {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed++
+				}
+			}
+		}
+		return failed() || strings.Contains(r.stderr.String(), "interpreter snapshot ready: snapshot=python")
+	})
+	if !failed() {
+		t.Skipf("the Python snapshot worker finished before it could be killed (%d workers killed)", killed)
+	}
+	id := 1
+	if !eventually(60*time.Second, func() bool {
+		r.send(t, toolCall(id, "execute_python", "6 * 7"))
+		m := r.expect(t, float64(id))
+		id++
+		if res, _ := m["result"].(map[string]any); res["isError"] == true {
+			t.Fatalf("a call while the snapshot is missing failed: %v", m)
+		}
+		return strings.Contains(r.stderr.String(), "interpreter snapshot ready after failed attempts: snapshot=python")
+	}) {
+		t.Fatal("the Python snapshot was not made again within a minute")
+	}
+	t.Logf("killed %d workers; the snapshot was made again after %d calls", killed, id-1)
 }
