@@ -36,7 +36,13 @@ type Answer struct {
 	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
 	variant       string         // the snapshot variant the worker started from, for the log
 	returned      returnedFiles
+	// limitNote is the text's line on the limit that was hit (limittext.go).
+	limitNote string
 }
+
+// LimitNote is one line naming the limit the call hit, its size and what
+// changes it; empty when it hit none.
+func (a *Answer) LimitNote() string { return a.limitNote }
 
 // ExitCode is the guest's exit status (Python's SystemExit); zero otherwise.
 func (a *Answer) ExitCode() int { return a.exitCode }
@@ -100,6 +106,9 @@ func (a *Answer) Text() string {
 	}
 	if len(a.Files) > 0 || a.returned.unlisted > 0 {
 		section("[files]", a.filesText())
+	}
+	if a.limitNote != "" {
+		section("", a.limitNote)
 	}
 	if b.Len() == 0 {
 		return "[no output and no result]"

@@ -298,6 +298,11 @@ func TestParseArgumentsBounds(t *testing.T) {
 	}{
 		{"tiny timeout", `{"code":"1","timeout_seconds":1e-10}`, "below the smallest timeout"},
 		{"smallest timeout", `{"code":"1","timeout_seconds":0.001}`, ""},
+		// Zero is a number: the message says what is wrong with it.
+		{"zero timeout", `{"code":"1","timeout_seconds":0}`, `"timeout_seconds" is 0, below the smallest timeout of 0.001 seconds`},
+		{"negative timeout", `{"code":"1","timeout_seconds":-2}`, `"timeout_seconds" is -2, below the smallest timeout`},
+		{"huge timeout", `{"code":"1","timeout_seconds":1e300}`, `"timeout_seconds" is 1e+300, far above`},
+		{"string timeout", `{"code":"1","timeout_seconds":"5"}`, `must be a number of seconds, got a string`},
 		{"inputs at the depth limit", `{"code":"1","inputs":` + deep[len(`{"a":`):len(deep)-1] + `}`, ""},
 		{"inputs too deep", `{"code":"1","inputs":{"a":` + tooDeep + `}}`, "nests more than 100 levels"},
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"capsule/runtimes"
+	"capsule/runtimes/fileset"
 	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 )
@@ -38,6 +39,9 @@ type Limits struct {
 	Scratch Size
 	// MaxFilesIn caps the files passed in to one call, all together.
 	MaxFilesIn Size
+	// MaxFilesInCount caps how many files one call may pass in; at most
+	// fileset.MaxListed.
+	MaxFilesInCount int
 	// MaxFilesOut caps the files one call returns, all together; beyond
 	// it (or beyond MaxFilesOutCount files) they are listed, not sent.
 	MaxFilesOut      Size
@@ -54,6 +58,7 @@ var DefaultLimits = Limits{
 	Scratch:    64 << 20,
 	// A 5 MiB CSV in and out, with room to spare.
 	MaxFilesIn:       8 << 20,
+	MaxFilesInCount:  256,
 	MaxFilesOut:      8 << 20,
 	MaxFilesOutCount: 64,
 }
@@ -81,6 +86,9 @@ type Config struct {
 	// Prewarm starts the pools (and so fills the compilation cache) when
 	// the supervisor starts. One-shot commands such as exec leave it off.
 	Prewarm bool
+	// Exec says the calls come from capsule exec, whose limits its own
+	// flags set: a limit's note names them, not a call's arguments.
+	Exec bool
 	// maxTimeoutGiven records that --max-timeout (or its variable) was
 	// set: a default may follow --timeout up, a given value may not.
 	maxTimeoutGiven bool
@@ -209,6 +217,9 @@ func NewEnvFlags(fs *flag.FlagSet) *EnvFlags {
 	return &EnvFlags{fs: fs, env: map[string]string{}}
 }
 
+// FlagSet is the flag set e wraps.
+func (e *EnvFlags) FlagSet() *flag.FlagSet { return e.fs }
+
 // Var defines a flag backed by value, read from variable env when the flag
 // is absent. The usage text gets the variable's name appended.
 func (e *EnvFlags) Var(value flag.Value, name, env, usage string) {
@@ -247,6 +258,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.MaxCode, "max-code", "CAPSULE_MAX_CODE", "limit on the submitted code, in characters (as the tools' maxLength counts them), and on the inputs, in bytes of JSON")
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
 	e.Var(&c.Limits.MaxFilesIn, "max-files-in", "CAPSULE_MAX_FILES_IN", "limit on the files passed in to one call, all together (0: none may be)")
+	e.Var(intValue{&c.Limits.MaxFilesInCount, 0}, "max-files-in-count", "CAPSULE_MAX_FILES_IN_COUNT",
+		fmt.Sprintf("how many files one call may pass in, at most %d; more are refused before a worker starts (0: none may be)", fileset.MaxListed))
 	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
 	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
@@ -303,6 +316,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MaxCode < 1 {
 		return fmt.Errorf("code size limit must be at least 1 byte")
+	}
+	if c.Limits.MaxFilesInCount > fileset.MaxListed {
+		return fmt.Errorf("max-files-in-count %d is above the most a call may pass in, %d", c.Limits.MaxFilesInCount, fileset.MaxListed)
 	}
 	if c.MaxConcurrency < 1 {
 		return fmt.Errorf("max-concurrency must be at least 1")

@@ -49,6 +49,9 @@ func (s *Supervisor) checkFiles(req Request) *Answer {
 		return errorAnswer("FilesError", err.Error())
 	}
 	lim := s.cfg.Limits
+	if len(req.Files) > lim.MaxFilesInCount {
+		return filesCountAnswer(&FilesCountError{N: len(req.Files), Max: lim.MaxFilesInCount})
+	}
 	n := fileset.TotalLen(req.Files)
 	if n > int64(lim.MaxFilesIn) {
 		return limitAnswer(runtimes.LimitFilesIn, "FilesInLimitError",
@@ -65,6 +68,11 @@ func (s *Supervisor) checkFiles(req Request) *Answer {
 			fmt.Sprintf("scratch: the files passed in are %d bytes, over the %s of a Python call's /tmp", n, lim.Scratch))
 	}
 	return nil
+}
+
+// filesCountAnswer refuses a call that passes in too many files.
+func filesCountAnswer(e *FilesCountError) *Answer {
+	return limitAnswer(runtimes.LimitFilesIn, "FilesInLimitError", e.Error())
 }
 
 // sendRequest sends the request and the files passed in. A worker that
@@ -154,8 +162,8 @@ func (c *fileCollector) answer(a *Answer) {
 
 // limitMessage says which files the files_out limit kept back.
 func (r returnedFiles) limitMessage(truncated int) string {
-	msg := fmt.Sprintf("files_out: %d files were not sent, over the limit of %s and %d files per call; they are listed with truncated: true",
-		truncated, runtimes.FormatBytes(r.lim.MaxBytes), r.lim.MaxFiles)
+	msg := fmt.Sprintf("files_out: %s not sent, over the limit of %s and %s per call; they are listed with truncated: true",
+		Count(int64(truncated), "file was", "files were"), runtimes.FormatBytes(r.lim.MaxBytes), Count(int64(r.lim.MaxFiles), "file", "files"))
 	if r.unlisted > 0 {
 		msg += fmt.Sprintf("; %d more were not even listed (at most %d are)", r.unlisted, fileset.MaxListed)
 	}
@@ -173,7 +181,7 @@ func (a *Answer) filesText() string {
 		b.WriteByte('\n')
 	}
 	if a.returned.unlisted > 0 {
-		fmt.Fprintf(&b, "[%d more files not listed]\n", a.returned.unlisted)
+		fmt.Fprintf(&b, "[%s more not listed]\n", Count(a.returned.unlisted, "file", "files"))
 	}
 	return b.String()
 }

@@ -57,7 +57,7 @@ func TestReturnedFiles(t *testing.T) {
 		}
 	}
 	if a.Limit == nil || *a.Limit != runtimes.LimitFilesOut || a.Error == nil ||
-		!strings.Contains(a.Error.Message, "files_out: 1 files were not sent, over the limit of 100B and 3 files per call") {
+		!strings.Contains(a.Error.Message, "files_out: 1 file was not sent, over the limit of 100B and 3 files per call") {
 		t.Errorf("limit %v, error %+v", a.Limit, a.Error)
 	}
 	if !strings.Contains(a.Text(), "[files]\na b/summary.csv (text/csv, 4 bytes)\n") ||

@@ -2,10 +2,12 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"capsule/supervisor/demand"
+	"capsule/supervisor/isolation"
 	"capsule/supervisor/snapcache"
 )
 
@@ -224,7 +226,16 @@ func (pl *pool) loop() {
 func (pl *pool) startOne() bool {
 	p, err := pl.s.startProcess(pl.name)
 	if err != nil {
-		pl.s.log.Warn("pool: cannot start worker", "snapshot", pl.name.String(), "error", err)
+		pl.mu.Lock()
+		closing := pl.closed
+		pl.mu.Unlock()
+		if closing || errors.Is(err, isolation.ErrSpawnerClosed) {
+			// The server is shutting down (a short stdio session ends as
+			// soon as it begins): no worker is wanted, nothing failed.
+			pl.s.log.Debug("pool: not starting a worker: shutting down", "snapshot", pl.name.String())
+		} else {
+			pl.s.log.Warn("pool: cannot start worker", "snapshot", pl.name.String(), "error", err)
+		}
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.notify()

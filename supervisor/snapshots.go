@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"capsule/ipc"
@@ -33,7 +35,14 @@ func (s *Supervisor) openCache() error {
 		return err
 	}
 	uid, gid := workerHostIDs(s.cfg.Isolation)
-	if s.cacheDir, err = s.snapshots.WorkerDir(uid, gid); err != nil {
+	s.cacheDir, err = s.snapshots.WorkerDir(uid, gid)
+	if snapcache.Unwritable(err) {
+		// As with the snapshots: slower starts, not a server that cannot
+		// start.
+		s.log.Warn("the workers' compilation cache cannot be made: workers run without one", "error", err)
+		return nil
+	}
+	if err != nil {
 		s.snapshots.Close()
 		return err
 	}
@@ -54,6 +63,15 @@ func userCacheRoot() string {
 // CacheStatus says which cache directory the server uses and how much it
 // holds; `capsule doctor` shows it.
 func (s *Supervisor) CacheStatus() snapcache.Status { return s.snapshots.Status() }
+
+// SnapshotStates says where each interpreter snapshot asked for so far
+// stands (ready, being made, failed and when it is retried), in name
+// order; `capsule doctor` shows it.
+func (s *Supervisor) SnapshotStates() []snapcache.EntryState {
+	states := s.snapshots.States()
+	slices.SortFunc(states, func(a, b snapcache.EntryState) int { return strings.Compare(a.Name.String(), b.Name.String()) })
+	return states
+}
 
 // snapshotKey is the part of a snapshot's key the supervisor knows: the
 // interpreter and the variant's imports, the memory limit and, for Python,

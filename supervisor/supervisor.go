@@ -87,17 +87,29 @@ type Supervisor struct {
 	packagesDigest string
 }
 
+// CheckProcessLimit reports an error wrapping ErrConfig when RLIMIT_NPROC
+// cannot hold the server's threads and two workers' (root is not held to
+// it): such a server could answer nothing.
+func CheckProcessLimit() error {
+	if err := scarcity.CheckLimit(workerThreads); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
 // New returns a Supervisor that starts workers from executable (normally
 // /proc/self/exe).
 func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkHardening(cfg, log); err != nil {
+	// Before the hardening probe, whose namespaces a too small limit
+	// refuses, so that its warning does not bury the cause.
+	if err := CheckProcessLimit(); err != nil {
 		return nil, err
 	}
-	if err := scarcity.CheckLimit(workerThreads); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	if err := checkHardening(cfg, log); err != nil {
+		return nil, err
 	}
 	// While the process limit still allows it (see package scarcity).
 	scarcity.ReserveThreads(scarcity.Threads())
@@ -343,6 +355,7 @@ func (s *Supervisor) Execute(ctx context.Context, req Request) *Answer {
 		timeout = min(req.Timeout, s.cfg.Limits.MaxTimeout)
 	}
 	a := s.execute(ctx, req, timeout)
+	a.limitNote = s.limitNote(a, req.Language, timeout)
 	a.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.logExecution(id, req, a)
 	return a

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,25 +19,36 @@ import (
 )
 
 // outputSchema describes Answer, the structuredContent of both tools.
+// It is written for every client, not only for a full JSON Schema
+// validator: each schema has one "type" string, a value that may be null
+// is an anyOf of single-type branches (several clients read "type" as a
+// string and reject or misread an array there), and the result, which may
+// be any JSON value, lists the six JSON types rather than leaving "type"
+// out. TestOutputSchemaIsPortable holds it to that.
 const outputSchema = `{
   "type": "object",
   "properties": {
     "stdout": {"type": "string", "description": "What the code printed to standard output (up to the output limit)."},
     "stderr": {"type": "string", "description": "What the code printed to standard error (up to the output limit)."},
-    "result": {"description": "The value of the last top-level expression as JSON, where JSON holds it exactly: Python dict (str keys), list, tuple (as an array), str, int, finite float, bool, None; JavaScript plain objects and arrays of strings, finite numbers, booleans and null. An integer beyond ±2^53 (Python int, JavaScript BigInt) is a string of its decimal digits, so that no reader loses digits. Null when the value has no exact JSON form (see result_repr) or there is no last expression (result_type is null)."},
-    "result_type": {"type": ["string", "null"], "description": "The value's type as the language names it: Python's type name (int, str, tuple, set, Decimal, datetime, NoneType, a class), JavaScript's constructor name (Object, Array, Map, Date, Uint8Array, a class) or Number, String, Boolean, BigInt, Symbol, null, undefined. Null when there is no last expression."},
-    "result_repr": {"type": ["string", "null"], "description": "The value as the language's REPL shows it: Python's repr(), node's util.inspect. Null when there is no last expression."},
+    "result": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}], "description": "The value of the last top-level expression as JSON, where JSON holds it exactly: Python dict (str keys), list, tuple (as an array), str, int, finite float, bool, None; JavaScript plain objects and arrays of strings, finite numbers, booleans and null. An integer beyond ±2^53 (Python int, JavaScript BigInt) is a string of its decimal digits, so that no reader loses digits. Null when the value has no exact JSON form (see result_repr) or there is no last expression (result_type is null)."},
+    "result_type": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The value's type as the language names it: Python's type name (int, str, tuple, set, Decimal, datetime, NoneType, a class), JavaScript's constructor name (Object, Array, Map, Date, Uint8Array, a class) or Number, String, Boolean, BigInt, Symbol, null, undefined. Null when there is no last expression."},
+    "result_repr": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The value as the language's REPL shows it: Python's repr(), node's util.inspect. Null when there is no last expression."},
     "error": {
-      "type": ["object", "null"],
-      "description": "Null, or the uncaught exception / syntax error / limit.",
-      "properties": {
-        "type": {"type": "string"},
-        "message": {"type": "string"},
-        "traceback": {"type": "string"}
-      },
-      "required": ["type", "message", "traceback"]
+      "anyOf": [
+        {
+          "type": "object",
+          "properties": {
+            "type": {"type": "string"},
+            "message": {"type": "string"},
+            "traceback": {"type": "string"}
+          },
+          "required": ["type", "message", "traceback"]
+        },
+        {"type": "null"}
+      ],
+      "description": "Null, or the uncaught exception / syntax error / limit / refused arguments (type ArgumentError: nothing ran)."
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "shutdown", null], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
+    "limit": {"anyOf": [{"type": "string", "enum": [` + limitNames + `]}, {"type": "null"}], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
@@ -44,6 +56,10 @@ const outputSchema = `{
   },
   "required": ["stdout", "stderr", "result", "result_type", "result_repr", "error", "limit", "duration_ms", "stdout_truncated", "stderr_truncated"]
 }`
+
+// limitNames are the values of an answer's limit, as the output schema's
+// enum lists them.
+const limitNames = `"timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "shutdown"`
 
 // language describes one tool: its name and how its description reads.
 type language struct {
@@ -133,6 +149,11 @@ func (s *Supervisor) tool(l language) mcp.Tool {
 // silently mean the default.
 const MinTimeout = time.Millisecond
 
+// maxTimeoutSeconds bounds timeout_seconds before it becomes a Duration,
+// which a larger number would overflow; checkTimeout then holds it to
+// --max-timeout.
+const maxTimeoutSeconds = 1e6
+
 // MaxInputsDepth bounds how deeply `inputs` may nest. Decoding deeper
 // values recurses in the guest's runtime (CPython's json module gives up
 // near its recursion limit of 1000, inside the bootstrap rather than the
@@ -178,9 +199,27 @@ type Arguments struct {
 	Files []fileset.File
 }
 
-// ParseArguments validates a tool call's arguments as the client sent them.
-// It never panics, whatever the shape of raw.
+// ParseArguments validates a tool call's arguments as the client sent them,
+// with as many files as any server takes. It never panics, whatever the
+// shape of raw.
 func ParseArguments(raw any) (Arguments, error) {
+	return parseArguments(raw, fileset.MaxListed)
+}
+
+// FilesCountError refuses a call that passes in more files than
+// --max-files-in-count allows.
+type FilesCountError struct {
+	N, Max int
+}
+
+func (e *FilesCountError) Error() string {
+	return fmt.Sprintf("files_in: %s passed in, over the limit of %d per call (--max-files-in-count)",
+		Count(int64(e.N), "file is", "files are"), e.Max)
+}
+
+// parseArguments is ParseArguments with at most maxFiles files: more are
+// refused with a *FilesCountError before any is decoded.
+func parseArguments(raw any, maxFiles int) (Arguments, error) {
 	if b, ok := raw.(json.RawMessage); ok {
 		raw = nil
 		if len(b) > 0 {
@@ -206,11 +245,15 @@ func ParseArguments(raw any) (Arguments, error) {
 		case "code":
 		case "timeout_seconds":
 			f, ok := v.(float64)
-			if !ok || !(f > 0) || f > 1e6 {
-				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" must be a positive number of seconds, got %s", jsonType(v))
+			if !ok {
+				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" must be a number of seconds, got %s", jsonType(v))
 			}
 			if f < MinTimeout.Seconds() {
-				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" is %g, below the smallest timeout of %g seconds", f, MinTimeout.Seconds())
+				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" is %g, below the smallest timeout of %g seconds; leave it out for the server's default",
+					f, MinTimeout.Seconds())
+			}
+			if f > maxTimeoutSeconds {
+				return Arguments{}, fmt.Errorf("argument \"timeout_seconds\" is %g, far above the most any call may ask for", f)
 			}
 			args.Timeout = time.Duration(f * float64(time.Second))
 		case "inputs":
@@ -227,6 +270,9 @@ func ParseArguments(raw any) (Arguments, error) {
 			}
 			args.Inputs = b
 		case "files":
+			if m, ok := v.(map[string]any); ok && len(m) > maxFiles {
+				return Arguments{}, &FilesCountError{N: len(m), Max: maxFiles}
+			}
 			files, err := fileset.FromArgument(v)
 			if err != nil {
 				return Arguments{}, err
@@ -245,6 +291,8 @@ func jsonType(v any) string {
 		return "null"
 	case bool:
 		return "a boolean"
+	case string:
+		return "a string"
 	case float64, json.Number:
 		return "a number"
 	case []any:
@@ -264,12 +312,18 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		if call != nil {
 			raw = call.Arguments
 		}
-		args, err := ParseArguments(raw)
+		args, err := parseArguments(raw, s.cfg.Limits.MaxFilesInCount)
 		if err == nil {
 			err = s.checkTimeout(args.Timeout)
 		}
+		var tooMany *FilesCountError
+		if errors.As(err, &tooMany) {
+			a := filesCountAnswer(tooMany)
+			a.limitNote = s.limitNote(a, lang, 0)
+			return answerResult(a), nil
+		}
 		if err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
+			return answerResult(errorAnswer("ArgumentError", err.Error())), nil
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			stop := reportProgress(ctx, req.Params.Meta.ProgressToken)
@@ -281,6 +335,15 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		res.IsError = a.IsError()
 		return res, nil
 	}
+}
+
+// answerResult is the tool result of a call refused before it ran (its
+// arguments, a limit): an error with the same structuredContent as any
+// other answer, as the output schema promises.
+func answerResult(a *Answer) *mcp.CallToolResult {
+	res := mcp.NewToolResultStructured(a, a.Text())
+	res.IsError = true
+	return res
 }
 
 // checkTimeout refuses a timeout_seconds above --max-timeout, as the input

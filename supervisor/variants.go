@@ -38,7 +38,10 @@ type variant struct {
 	s      *Supervisor
 	name   snapcache.Name
 	demand *demand.Meter
-	make   sync.Once
+	// making is set while makeSnapshot runs: one at a time, and another
+	// after one that ended without a snapshot (the cache retries a failed
+	// one after its backoff).
+	making atomic.Bool
 	// snap is set once the snapshot is ready, after pool.
 	snap atomic.Pointer[snapcache.Snapshot]
 	mu   sync.Mutex
@@ -102,7 +105,12 @@ func (s *Supervisor) variantWorker(ctx context.Context, req Request) *process {
 	}
 	v.demand.Called(time.Now())
 	if v.snap.Load() == nil {
-		v.make.Do(func() { go v.makeSnapshot() })
+		if v.making.CompareAndSwap(false, true) {
+			go func() {
+				defer v.making.Store(false)
+				v.makeSnapshot()
+			}()
+		}
 		return nil
 	}
 	if v.pool != nil {
@@ -134,7 +142,9 @@ func (v *variant) makeSnapshot() {
 	}
 	snap := s.snapshots.Get(v.name)
 	if snap == nil {
-		return // the cache said why; calls keep starting from the plain snapshot
+		// The cache said why; calls keep starting from the plain
+		// snapshot, and a later one asks again.
+		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()

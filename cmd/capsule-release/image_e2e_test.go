@@ -63,6 +63,7 @@ func newPodman(t *testing.T) *podman {
 	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &nproc); err != nil {
 		t.Fatal(err)
 	}
+	// As README says (TestREADMEPodmanOptions).
 	procs := min(nproc.Cur, nproc.Max, 4096)
 	p.runOpts = []string{"--ulimit", fmt.Sprintf("nofile=%d:%d", nofile.Cur, nofile.Max),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", procs, procs)}
@@ -126,13 +127,68 @@ func TestImage(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		call := mcpClient(t)
 		env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
-		// As README's one-liner runs it: straight from the archive.
-		args := p.args("run", "-i", "--rm", "--network", "none", "-v", cache, "oci-archive:"+r.artefact[rel.imageFileName()])
+		// README's one-liner as it is written, with the options README
+		// says this host needs (TestREADMEPodmanOptions), the test's
+		// volume and the archive it built.
+		args := p.args("run", readmeOneLiner(t, cache, r.artefact[rel.imageFileName()])...)
 		rep := call(t, map[string]any{"command": p.path, "args": args, "env": env})
 		t.Logf("podman run -i --rm --network none oci-archive:..., cache filled: initialize answered after %.0f ms, Python after %.0f ms, JavaScript after %.0f ms",
 			rep.MS["initialize"], rep.MS["python"], rep.MS["javascript"])
 	})
 	t.Run("http", func(t *testing.T) { checkHTTP(t, p, image, cache) })
+}
+
+// readmeOneLiner returns the options of README's podman one-liner after
+// "podman run", with its volume replaced by volume and its archive by
+// archive.
+func readmeOneLiner(t *testing.T, volume, archive string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^podman run -i .*oci-archive:\S+$`).FindString(string(b))
+	if line == "" {
+		t.Fatal("README.md has no line 'podman run -i ... oci-archive:...'")
+	}
+	var args []string
+	for _, f := range strings.Fields(line)[2:] {
+		switch {
+		case strings.HasSuffix(f, ":/cache"):
+			f = volume
+		case strings.HasPrefix(f, "oci-archive:"):
+			f = "oci-archive:" + archive
+		}
+		args = append(args, f)
+	}
+	return args
+}
+
+// TestREADMEPodmanOptions: every option newPodman adds for a host that
+// needs it (runc on a hybrid cgroup hierarchy, limits a root podman
+// without CAP_SYS_RESOURCE can set) is the one README tells users to add,
+// so that the image test runs README's one-liner with nothing a user
+// would not know to add. It needs no podman.
+func TestREADMEPodmanOptions(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"`--runtime runc` before `run`",
+		"apt-get install runc",
+		"`--ulimit nofile=$(ulimit -n):$(ulimit -Hn) --ulimit nproc=4096:4096`",
+		"cgroups in hybrid mode not supported",
+		"setrlimit `RLIMIT_NOFILE`: Operation not",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	line := strings.Join(readmeOneLiner(t, "VOLUME", "ARCHIVE"), " ")
+	if line != "-i --rm --network none -v VOLUME oci-archive:ARCHIVE" {
+		t.Errorf("README's one-liner is now %q: check what the image test runs", line)
+	}
 }
 
 // checkImageConfig: non-root, /capsule serve, the labels, and the digest

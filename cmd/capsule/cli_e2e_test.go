@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,5 +237,9 @@ func TestDoctor(t *testing.T) {
 	}
 	if a := layers["assets"]; !a.Active || !strings.Contains(a.Reason, "python/python.snap.wasm") {
 		t.Errorf("assets layer %+v, want active and naming python/python.snap.wasm", a)
+	}
+	// Where each interpreter snapshot stands (issue 32).
+	if s := layers["snapshots"]; !s.Active || !regexp.MustCompile(`javascript ready \((made now|loaded from the cache)\), python ready`).MatchString(s.Reason) {
+		t.Errorf("snapshots layer %+v, want both ready", s)
 	}
 }

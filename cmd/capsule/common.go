@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -27,6 +29,33 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags runs parse, which parses fs's flags (through fs.Parse or an
+// EnvFlags around it), and reports whether the command should go on, and
+// with which exit status otherwise. --help prints the full usage to
+// stdout and exits 0; a bad flag prints one line saying what is wrong and
+// where the flags are listed, not the whole usage, which would bury it.
+func parseFlags(fs *flag.FlagSet, parse func() error) (int, bool) {
+	// The flag package prints the error and the usage itself on failure;
+	// the output is held back here and written as said above.
+	fs.SetOutput(io.Discard)
+	err := parse()
+	fs.SetOutput(nil)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return exitOK, false
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+	}
+	fmt.Fprintf(os.Stderr, "capsule %s: %s\nRun 'capsule %s --help' for its flags.\n", fs.Name(), msg, fs.Name())
+	return exitUsage, false
+}
+
 // register defines the shared flags on e.
 func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
 	c.cfg = supervisor.DefaultConfig()
@@ -39,14 +68,7 @@ func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
 // parse parses args and reports whether the command should go on, and
 // with which exit status otherwise.
 func parse(e *supervisor.EnvFlags, args []string) (int, bool) {
-	if err := e.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		fmt.Fprintln(os.Stderr, "capsule:", err)
-		return exitUsage, false
-	}
-	return 0, true
+	return parseFlags(e.FlagSet(), func() error { return e.Parse(args) })
 }
 
 // validate checks the configuration before anything starts, so that a

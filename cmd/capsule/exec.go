@@ -58,11 +58,12 @@ func execCommand(args []string) int {
 		fmt.Fprintln(os.Stderr, "capsule exec:", err)
 		return exitUsage
 	}
-	in, err := readFiles(files, c.cfg.Limits.MaxFilesIn)
+	in, err := readFiles(files, c.cfg.Limits)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "capsule exec:", err)
 		return exitUsage
 	}
+	c.cfg.Exec = true
 	logger := c.logger("capsule")
 	sup, err := c.newSupervisor(logger)
 	if err != nil {
@@ -116,6 +117,9 @@ func printAnswer(a *supervisor.Answer) int {
 		} else {
 			fmt.Fprintf(stderr, "%s: %s\n", a.Error.Type, a.Error.Message)
 		}
+	}
+	if note := a.LimitNote(); note != "" {
+		fmt.Fprintln(os.Stderr, "capsule:", note)
 	}
 	switch {
 	case a.Limit != nil:

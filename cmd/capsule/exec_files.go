@@ -30,7 +30,12 @@ func (f *fileFlags) Set(v string) error {
 // NAME, by default the file's base name. A file whose name is a text type
 // and whose content is UTF-8 goes in as text (a string in JavaScript),
 // any other as bytes (a Uint8Array).
-func readFiles(specs fileFlags, max supervisor.Size) ([]fileset.File, error) {
+func readFiles(specs fileFlags, lim supervisor.Limits) ([]fileset.File, error) {
+	if len(specs) > lim.MaxFilesInCount {
+		return nil, fmt.Errorf("--file: %s given, over the limit of %d (--max-files-in-count)",
+			supervisor.Count(int64(len(specs)), "file is", "files are"), lim.MaxFilesInCount)
+	}
+	max := lim.MaxFilesIn
 	var files []fileset.File
 	var total int64
 	for _, spec := range specs {
@@ -65,7 +70,7 @@ func writeOutputs(a *supervisor.Answer, dir string) error {
 	returned := a.ReturnedFiles()
 	if dir == "" {
 		if len(returned) > 0 {
-			fmt.Fprintf(os.Stderr, "capsule: the code returned %d files; --outputs DIR writes them\n", len(returned))
+			fmt.Fprintf(os.Stderr, "capsule: the code returned %s; --outputs DIR writes them\n", supervisor.Count(int64(len(returned)), "file", "files"))
 		}
 		return nil
 	}

@@ -14,7 +14,7 @@ Usage:
   capsule serve [flags]                          MCP server on stdio, or over HTTP with --http
   capsule exec LANG [flags] (-c CODE | FILE | -) run code once and print what it did
   capsule doctor [--json]                        check each hardening layer and runtime
-  capsule version                                print versions
+  capsule version [--json]                       print versions (also: capsule --version)
   capsule worker                                 internal: started by capsule itself
 
 Run 'capsule COMMAND --help' for a command's flags.
@@ -46,12 +46,12 @@ func run(args []string) int {
 		return workerCommand(args[1:])
 	case "doctor":
 		return doctor(args[1:])
-	case "version":
+	case "version", "--version", "-version":
 		return version(args[1:])
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(os.Stderr, "capsule: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(os.Stderr, "capsule: unknown command %q: the commands are serve, exec, doctor and version\nRun 'capsule --help' for more.\n", args[0])
 	return exitUsage
 }

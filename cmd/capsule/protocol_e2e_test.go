@@ -107,7 +107,7 @@ func TestInputsAndTimeoutSeconds(t *testing.T) {
 		{"execute_javascript", map[string]any{"code": "for (;;) {}", "timeout_seconds": 2},
 			expectation{isError: true, limit: "timeout", errContains: "exceeded 2s"}},
 		{"execute_python", map[string]any{"code": "1", "timeout_seconds": -1},
-			expectation{isError: true, text: "positive number"}},
+			expectation{isError: true, text: "below the smallest timeout"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool, func(t *testing.T) {

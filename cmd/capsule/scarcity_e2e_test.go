@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // scarcityUID is the ordinary user the process-limit test serves as: one
@@ -113,15 +114,53 @@ func TestProcessLimitIsAnAnswer(t *testing.T) {
 }
 
 // TestProcessLimitTooLowExits2: a process limit that cannot hold the
-// server's threads and two workers is refused at start (W7).
+// server's threads and two workers is refused at start (W7), for every
+// command that starts workers, down to the smallest limit under which Go's
+// runtime reaches capsule's code at all (issue 32): exit status 2 and one
+// line naming the limit, before anything else (the hardening probe's
+// warning, a runtime crash) could bury it. At 4 or less, Go's runtime may
+// fail in its own start (it makes a varying number of threads there),
+// before any package of the program is initialised.
 func TestProcessLimitTooLowExits2(t *testing.T) {
 	prlimit, bin, cacheHome := limitedUser(t)
-	cmd := exec.Command(prlimit, "--nproc=12", "--", bin, "serve")
-	cmd.Env = serverEnv("XDG_CACHE_HOME=" + cacheHome)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: scarcityUID, Gid: scarcityUID}}
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "RLIMIT_NPROC is 12") {
-		t.Fatalf("err %v output %q; want exit status 2 naming RLIMIT_NPROC", err, out)
+	for _, tc := range []struct {
+		nproc string
+		args  []string
+	}{
+		{"12", []string{"serve"}}, {"8", []string{"serve", "--http", "127.0.0.1:0"}}, {"5", []string{"serve"}},
+		{"6", []string{"exec", "python", "-c", "1"}}, {"6", []string{"doctor"}},
+	} {
+		// The limit counts every thread of the user: those of an earlier
+		// test's workers must be gone, or Go's runtime fails at 4 and 5.
+		if !eventually(30*time.Second, func() bool { return userThreads(scarcityUID) == 0 }) {
+			t.Fatalf("uid %d still has %d threads", scarcityUID, userThreads(scarcityUID))
+		}
+		cmd := exec.Command(prlimit, "--nproc="+tc.nproc, "--", bin)
+		cmd.Args = append(cmd.Args, tc.args...)
+		cmd.Env = serverEnv("XDG_CACHE_HOME=" + cacheHome)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: scarcityUID, Gid: scarcityUID}}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		want := "capsule: invalid configuration: RLIMIT_NPROC is " + tc.nproc + ": the server needs "
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.HasPrefix(string(out), want) || strings.Count(string(out), "\n") != 1 ||
+			!strings.Contains(string(out), "(ulimit -u)") {
+			t.Errorf("%v at RLIMIT_NPROC %s: err %v output %q; want exit status 2 and one line %q...", tc.args, tc.nproc, err, out, want)
+		}
 	}
+}
+
+// userThreads counts the threads of uid's processes, all of which count
+// against its RLIMIT_NPROC.
+func userThreads(uid int) int {
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		var st syscall.Stat_t
+		if syscall.Stat(d, &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		tasks, _ := filepath.Glob(d + "/task/*")
+		n += len(tasks)
+	}
+	return n
 }

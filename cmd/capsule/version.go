@@ -118,7 +118,11 @@ func version(args []string) int {
 		"recorded, the components it was built from (version and the SHA-256 that pins each) and the Go\n"+
 		"modules with their go.sum hashes.")
 	asJSON := fs.Bool("json", false, "print everything as one JSON object")
-	if err := fs.Parse(args); err != nil {
+	if status, ok := parseFlags(fs, func() error { return fs.Parse(args) }); !ok {
+		return status
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "capsule version: unexpected argument %q\nRun 'capsule version --help' for its flags.\n", fs.Arg(0))
 		return exitUsage
 	}
 	info := collectVersionInfo()

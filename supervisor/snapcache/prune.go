@@ -106,6 +106,9 @@ type Status struct {
 	// Fallback says why Dir is a private directory of this server rather
 	// than the configured one; empty when it is the configured one.
 	Fallback string
+	// Unusable says why no directory is in use although one was
+	// configured (it cannot be written); empty otherwise.
+	Unusable string
 	// Bytes is the disk space the directory's files take (images are
 	// sparse), the workers' compilation cache included; Snapshots counts
 	// the interpreter snapshots kept.
@@ -115,7 +118,7 @@ type Status struct {
 
 // Status measures the cache directory.
 func (c *Cache) Status() Status {
-	st := Status{Fallback: c.fallback}
+	st := Status{Fallback: c.fallback, Unusable: c.unusable}
 	if c.dir == nil {
 		return st
 	}

@@ -14,6 +14,7 @@ package snapcache
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 )
 
 // makeTimeout is the last bound on a snapshot worker, which compiles the
@@ -80,7 +82,21 @@ type Options struct {
 	Stopped context.Context
 	// Log receives what the cache refuses or cannot do.
 	Log hclog.Logger
+	// RetryAfter is how long after a first failure to make an entry the
+	// next call tries again; each further failure doubles it, up to
+	// MaxRetryAfter. Zero means DefaultRetryAfter.
+	RetryAfter time.Duration
 }
+
+// DefaultRetryAfter and MaxRetryAfter bound the backoff between attempts
+// to make an entry that could not be made: a snapshot worker killed or
+// starved once must not leave every later worker starting cold until the
+// server restarts, and one that fails for good must not be retried in a
+// loop.
+const (
+	DefaultRetryAfter = time.Second
+	MaxRetryAfter     = 5 * time.Minute
+)
 
 // Snapshot is one ready entry: sealed, read-only descriptors that a worker
 // gets as its ipc.SnapshotFD and ipc.ImageFD.
@@ -103,6 +119,9 @@ type Cache struct {
 	dir      *os.File
 	private  bool
 	fallback string
+	// unusable says why the configured directory is not used: it cannot
+	// be written (a read-only file system, no permission).
+	unusable string
 	// key is the MAC key of the stored images.
 	key []byte
 	mu  sync.Mutex
@@ -111,9 +130,16 @@ type Cache struct {
 	closed bool
 }
 
+// entry is one name's state, under Cache.mu: ready (snap), being made
+// (making), or failed (failures, err) and waiting until retryAt.
 type entry struct {
-	once sync.Once
 	snap *Snapshot
+	made bool // snap was made by this server, not loaded
+	// making is closed when the attempt under way ends; nil when none is.
+	making   chan struct{}
+	failures int
+	err      error
+	retryAt  time.Time
 }
 
 // Open checks the cache directory (see openDir) and reads or creates its
@@ -134,6 +160,21 @@ func Open(opts Options) (*Cache, error) {
 				"reason", c.fallback, "dir", dir.Name())
 		}
 	}
+	if err == nil {
+		err = checkWritable(dir)
+		if err != nil {
+			dir.Close()
+		}
+	}
+	if Unwritable(err) {
+		// A read-only file system (a container's read-only root), or a
+		// directory the server may not write: it works without a cache,
+		// only each start makes the snapshots again.
+		c.unusable = err.Error()
+		opts.Log.Warn("the cache directory cannot be written: running without a cache, so every start makes the snapshots again; "+
+			"point XDG_CACHE_HOME at a writable directory to keep them", "dir", opts.Dir, "error", err)
+		return c, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -145,10 +186,35 @@ func Open(opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// Unwritable reports whether err says a directory cannot be written: a
+// read-only file system, or no permission. An unsafe directory is not
+// merely unwritable.
+func Unwritable(err error) bool {
+	return err != nil && !errors.Is(err, ErrUnsafeDir) &&
+		(errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM))
+}
+
+// checkWritable creates and removes a file in dir, so that a directory the
+// server cannot write is found at the start, once, rather than by each
+// snapshot it fails to keep.
+func checkWritable(dir *os.File) error {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := ".write-check-" + hex.EncodeToString(b[:])
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing in %s: %w", dir.Name(), err)
+	}
+	unix.Close(fd)
+	return unix.Unlinkat(int(dir.Fd()), name, 0)
+}
+
 // Get returns name's snapshot, loading or making it on the first call;
-// concurrent callers wait for that. Without one (it could not be made: the
-// reason is logged once) it returns nil, and workers start their
-// interpreter cold (or, for a variant, from the plain snapshot).
+// concurrent callers wait for that. Without one it returns nil, and
+// workers start their interpreter cold (or, for a variant, from the plain
+// snapshot). An entry that could not be made (the reason is logged) is
+// tried again by the first call after its backoff (Options.RetryAfter), in
+// the background: that call and those during the attempt do not wait.
 func (c *Cache) Get(name Name) *Snapshot {
 	c.mu.Lock()
 	e, ok := c.by[name]
@@ -160,23 +226,121 @@ func (c *Cache) Get(name Name) *Snapshot {
 		e = &entry{}
 		c.by[name] = e
 	}
+	for e.snap == nil && e.making != nil && e.failures == 0 {
+		// The first attempt: wait for it, as a first start always has.
+		making := e.making
+		c.mu.Unlock()
+		<-making
+		c.mu.Lock()
+	}
+	switch {
+	case e.snap != nil || e.making != nil || c.closed || c.stopped():
+		snap := e.snap
+		c.mu.Unlock()
+		return snap
+	case e.failures == 0:
+		e.making = make(chan struct{})
+		c.mu.Unlock()
+		c.attempt(name, e)
+		c.mu.Lock()
+		snap := e.snap
+		c.mu.Unlock()
+		return snap
+	case time.Now().Before(e.retryAt):
+		c.mu.Unlock()
+		return nil
+	}
+	e.making = make(chan struct{})
 	c.mu.Unlock()
-	e.once.Do(func() {
-		start := time.Now()
-		snap, made, err := c.load(name)
-		if err != nil {
-			what := "no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU"
-			if name.Variant != "" {
-				what = "no snapshot of this variant: calls that would start from it start from the plain one, which costs them far more CPU"
-			}
-			c.opts.Log.Error(what, "snapshot", name.String(), "error", err)
+	go c.attempt(name, e)
+	return nil
+}
+
+// attempt loads or makes name's entry once and records how it went; the
+// caller has set e.making.
+func (c *Cache) attempt(name Name, e *entry) {
+	start := time.Now()
+	snap, made, err := c.load(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() {
+		close(e.making)
+		e.making = nil
+	}()
+	if err != nil {
+		e.failures++
+		e.err = err
+		wait := c.retryAfter(e.failures)
+		e.retryAt = time.Now().Add(wait)
+		what := "no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU"
+		if name.Variant != "" {
+			what = "no snapshot of this variant: calls that would start from it start from the plain one, which costs them far more CPU"
+		}
+		if c.closed || c.stopped() {
+			c.opts.Log.Debug("snapshot given up: the server is stopping", "snapshot", name.String(), "error", err)
 			return
 		}
-		e.snap = snap
-		c.opts.Log.Debug("interpreter snapshot ready", "snapshot", name.String(), "key", snap.Key, "made", made,
-			"duration", time.Since(start))
-	})
-	return e.snap
+		c.opts.Log.Error(what+"; the first call after the backoff tries again", "snapshot", name.String(), "error", err,
+			"attempts", e.failures, "retry_after", wait)
+		return
+	}
+	e.snap, e.made = snap, made
+	if e.failures > 0 {
+		c.opts.Log.Info("interpreter snapshot ready after failed attempts", "snapshot", name.String(), "failed_attempts", e.failures)
+	}
+	c.opts.Log.Debug("interpreter snapshot ready", "snapshot", name.String(), "key", snap.Key, "made", made,
+		"duration", time.Since(start))
+}
+
+// retryAfter is the backoff after the nth failure in a row.
+func (c *Cache) retryAfter(n int) time.Duration {
+	d := c.opts.RetryAfter
+	if d <= 0 {
+		d = DefaultRetryAfter
+	}
+	for i := 1; i < n && d < MaxRetryAfter; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryAfter)
+}
+
+// stopped reports whether the server is stopping (Options.Stopped).
+func (c *Cache) stopped() bool {
+	return c.opts.Stopped != nil && c.opts.Stopped.Err() != nil
+}
+
+// EntryState is what `capsule doctor` shows of one entry.
+type EntryState struct {
+	Name Name
+	// Ready says a snapshot is held; Made that this server made it
+	// rather than loading it from the cache directory.
+	Ready, Made bool
+	// Making says an attempt is under way.
+	Making bool
+	// Failures counts the failed attempts (in a row, or before it became
+	// ready); Err is the last one's error and RetryAt when the next may
+	// begin.
+	Failures int
+	Err      string
+	RetryAt  time.Time
+}
+
+// States are the entries asked for so far, in no particular order.
+func (c *Cache) States() []EntryState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []EntryState
+	for n, e := range c.by {
+		st := EntryState{Name: n, Ready: e.snap != nil, Made: e.made, Making: e.making != nil, Failures: e.failures}
+		if e.err != nil {
+			st.Err = e.err.Error()
+		}
+		if e.snap == nil {
+			st.RetryAt = e.retryAt
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // Close releases the sealed files and the directory, and removes a
@@ -185,12 +349,23 @@ func (c *Cache) Get(name Name) *Snapshot {
 func (c *Cache) Close() {
 	c.mu.Lock()
 	c.closed = true
-	c.mu.Unlock()
-	// Without the lock: a variant being made gets its plain entry.
-	for _, e := range c.by {
-		e.once.Do(func() {})
+	// Wait for the attempts under way (Options.Stopped gives them up);
+	// a variant being made gets its plain entry meanwhile.
+	for {
+		var making chan struct{}
+		for _, e := range c.by {
+			if e.making != nil {
+				making = e.making
+				break
+			}
+		}
+		if making == nil {
+			break
+		}
+		c.mu.Unlock()
+		<-making
+		c.mu.Lock()
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.by {
 		if e.snap != nil {
@@ -397,6 +572,9 @@ func (n Name) logArgs(more ...any) []any {
 
 // dirOrNone names the cache directory for the log.
 func (c *Cache) dirOrNone() string {
+	if c.dir == nil && c.unusable != "" {
+		return "none (the cache directory cannot be written): every start prepares it again"
+	}
 	if c.dir == nil {
 		return "none (neither XDG_CACHE_HOME nor HOME is set): every start prepares it again"
 	}

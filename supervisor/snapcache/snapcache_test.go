@@ -69,12 +69,19 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) open(t *testing.T) (*Cache, error) {
 	t.Helper()
+	return h.openRetry(t, 0)
+}
+
+// openRetry is open with Options.RetryAfter.
+func (h *harness) openRetry(t *testing.T, retryAfter time.Duration) (*Cache, error) {
+	t.Helper()
 	return Open(Options{
-		Dir:      h.dir,
-		Root:     h.root,
-		Key:      func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
-		MaxBytes: 1 << 20,
-		Log:      hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn}),
+		RetryAfter: retryAfter,
+		Dir:        h.dir,
+		Root:       h.root,
+		Key:        func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
+		MaxBytes:   1 << 20,
+		Log:        hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn}),
 		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
 			h.mu.Lock()
@@ -572,5 +579,159 @@ func TestCloseWhileMaking(t *testing.T) {
 	}
 	if c.Get(Name{Language: "javascript"}) != nil {
 		t.Fatal("a closed cache made a new entry")
+	}
+}
+
+// TestFailedEntryRetried: an entry whose snapshot worker failed (killed,
+// starved) is not given up for the server's life. Calls within the backoff
+// get nil at once; the first call after it starts another attempt in the
+// background, without waiting for it; each failure doubles the backoff;
+// once an attempt succeeds, every call gets the snapshot. States says
+// where each entry stands.
+func TestFailedEntryRetried(t *testing.T) {
+	h := newHarness(t)
+	h.failing[python] = true
+	const backoff = 50 * time.Millisecond
+	c, err := h.openRetry(t, backoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if getWithin(t, c, python) != nil {
+		t.Fatal("a snapshot from a failing worker")
+	}
+	state := func() EntryState {
+		for _, st := range c.States() {
+			if st.Name == python {
+				return st
+			}
+		}
+		t.Fatal("States does not list python")
+		return EntryState{}
+	}
+	if st := state(); st.Ready || st.Failures != 1 || st.Err == "" || !st.RetryAt.After(time.Now()) {
+		t.Fatalf("after one failure: %+v", st)
+	}
+	// Within the backoff: no new attempt.
+	if getWithin(t, c, python) != nil || h.madeCount(python) != 1 {
+		t.Fatalf("made %d times within the backoff", h.madeCount(python))
+	}
+	// After it: one more attempt, which fails again, and the backoff
+	// doubles.
+	time.Sleep(backoff + 10*time.Millisecond)
+	getWithin(t, c, python)
+	waitFor(t, func() bool { st := state(); return st.Failures == 2 && !st.Making })
+	if st := state(); st.RetryAt.Sub(time.Now()) <= backoff {
+		t.Errorf("after two failures the next attempt is due in %v, want about %v", time.Until(st.RetryAt), 2*backoff)
+	}
+	// The worker works again: the next attempt after the backoff makes it.
+	h.mu.Lock()
+	h.failing[python] = false
+	h.mu.Unlock()
+	var snap *Snapshot
+	waitFor(t, func() bool { snap = getWithin(t, c, python); return snap != nil })
+	if st := state(); !st.Ready || !st.Made || st.Failures != 2 {
+		t.Errorf("once made: %+v", st)
+	}
+	if n := h.madeCount(python); n != 3 {
+		t.Errorf("made %d times, want 3: two failures and the success", n)
+	}
+}
+
+// TestRetryBackoffBounded: the backoff doubles from RetryAfter and stops
+// at MaxRetryAfter.
+func TestRetryBackoffBounded(t *testing.T) {
+	c := &Cache{opts: Options{RetryAfter: time.Second}}
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 9: 256 * time.Second, 10: MaxRetryAfter, 1000: MaxRetryAfter} {
+		if got := c.retryAfter(n); got != want {
+			t.Errorf("retryAfter(%d) = %v, want %v", n, got, want)
+		}
+	}
+	if got := (&Cache{}).retryAfter(1); got != DefaultRetryAfter {
+		t.Errorf("the default first backoff is %v, want %v", got, DefaultRetryAfter)
+	}
+}
+
+// madeCount is how many times name's worker ran.
+func (h *harness) madeCount(name Name) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.made[name]
+}
+
+// waitFor polls cond for up to 20 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("the condition did not hold within 20s")
+}
+
+// readOnlyDir returns a directory the test's user cannot write: a
+// read-only tmpfs for root (whom permissions do not stop), a directory of
+// mode 0500 for anyone else. It skips the test where neither can be had.
+func readOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		return dir
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_RDONLY, "mode=0700"); err != nil {
+		t.Skipf("cannot mount a read-only tmpfs as root: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// TestUnwritableDirRunsWithout: a cache directory that cannot be written
+// (or created) is not fatal: the cache runs without one, says why once in
+// the log and in Status, and still makes every snapshot in memory.
+func TestUnwritableDirRunsWithout(t *testing.T) {
+	ro := readOnlyDir(t)
+	for _, dir := range []string{ro, filepath.Join(ro, "capsule", "1.0")} { // existing, and to be created
+		h := newHarness(t)
+		h.root, h.dir = ro, dir
+		var log strings.Builder
+		c, err := Open(Options{
+			Dir: h.dir, Root: h.root, MaxBytes: 1 << 20,
+			Log: hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Warn}),
+			Key: func(n Name) (string, error) { return n.String(), nil },
+			Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
+				for i, f := range []*os.File{image, code} {
+					if _, err := f.WriteAt(fakeImage(key, i), 0); err != nil {
+						return 0, err
+					}
+				}
+				return 0, nil
+			},
+		})
+		if err != nil {
+			t.Fatalf("%s: Open: %v, want a cache without a directory", dir, err)
+		}
+		if getWithin(t, c, python) == nil {
+			t.Errorf("%s: no snapshot without a cache directory", dir)
+		}
+		wd, err := c.WorkerDir(65534, 65534)
+		if wd != nil || err != nil {
+			t.Errorf("%s: WorkerDir = %v, %v; want none", dir, wd, err)
+		}
+		st := c.Status()
+		c.Close()
+		if st.Dir != "" || !strings.Contains(st.Unusable, "read-only file system") && !strings.Contains(st.Unusable, "permission denied") {
+			t.Errorf("%s: status %+v, want no directory and why", dir, st)
+		}
+		if n := strings.Count(log.String(), "[WARN]"); n != 1 || !strings.Contains(log.String(), "cannot be written") {
+			t.Errorf("%s: %d warnings, want one saying the directory cannot be written:\n%s", dir, n, log.String())
+		}
 	}
 }
