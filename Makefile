@@ -80,7 +80,7 @@ FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArgument
 	supervisor:FuzzReturnedFiles supervisor:FuzzDone worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
 	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules \
 	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString \
-	runtimes/javascript:FuzzStringRuns
+	runtimes/javascript:FuzzStringRuns supervisor/transport:FuzzOneMeaning
 
 fuzz: assets wazero
 	@set -e; for t in $(FUZZ_TARGETS); do \

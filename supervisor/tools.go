@@ -167,6 +167,11 @@ func jsonDepth(v any, limit int) int {
 	return deepest + 1
 }
 
+// ArgumentNames are the tools' arguments, as ParseArguments takes them.
+// The transports refuse a call whose arguments hold a key that differs
+// from one of them only by case or Unicode folding (package toolcall).
+var ArgumentNames = []string{"code", "timeout_seconds", "inputs", "files"}
+
 // Arguments are a tool call's validated arguments.
 type Arguments struct {
 	Code string

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"capsule/supervisor"
 	"capsule/supervisor/toolcall"
 )
 
@@ -60,12 +61,15 @@ func (c *callRegistry) serve(mcp http.Handler, w http.ResponseWriter, r *http.Re
 // into the response as mcp writes it.
 func (c *callRegistry) serveOne(mcp http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
 	var m message
-	call, small, split := toolcall.Split(body)
+	call, small, refusal := toolcall.Split(body, supervisor.ArgumentNames)
 	switch {
 	case r.Method != http.MethodPost:
 		mcp.ServeHTTP(w, r)
 		return
-	case split:
+	case refusal != nil:
+		writeRPCError(w, http.StatusBadRequest, errorResponse(refusal.ID, refusal.Code, refusal.Message))
+		return
+	case call != nil:
 		m = message{ID: call.ID, Method: toolcall.Method}
 		r = withBody(r.WithContext(toolcall.NewContext(r.Context(), call)), small)
 		w = &splicingWriter{ResponseWriter: w, call: call}
