@@ -69,6 +69,8 @@ func (c *callRegistry) serveOne(mcp http.Handler, w http.ResponseWriter, r *http
 	case refusal != nil:
 		writeRPCError(w, http.StatusBadRequest, errorResponse(refusal.ID, refusal.Code, refusal.Message))
 		return
+	case call == nil && writeOwnAnswer(w, body, r.Header.Get(ProtocolVersionHeader)):
+		return
 	case call != nil:
 		m = message{ID: call.ID, Method: toolcall.Method}
 		r = withBody(r.WithContext(toolcall.NewContext(r.Context(), call)), small)
@@ -215,6 +217,21 @@ func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// writeOwnAnswer answers a request the transport serves itself
+// (ownAnswer), and reports whether it did.
+func writeOwnAnswer(w http.ResponseWriter, body []byte, headerVersion string) bool {
+	resp, failed := ownAnswer(body, true, headerVersion)
+	if resp == nil {
+		return false
+	}
+	status := http.StatusOK
+	if failed {
+		status = http.StatusBadRequest
+	}
+	writeRPCError(w, status, resp)
+	return true
 }
 
 // writeRPCError answers with a JSON-RPC error response.

@@ -128,6 +128,10 @@ func (g *StdioGuard) admit(line []byte) []byte {
 		start()
 		return nil
 	}
+	if resp, _ := ownAnswer(line, false, ""); resp != nil {
+		g.writeLine(resp)
+		return nil
+	}
 	var m message
 	if json.Unmarshal(line, &m) != nil {
 		return line // the server answers a parse error
