@@ -36,6 +36,9 @@ type Answer struct {
 	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
 	variant       string         // the snapshot variant the worker started from, for the log
 	returned      returnedFiles
+	// answerNote says what Fit cut or left out when another limit holds
+	// the answer's error.
+	answerNote string
 }
 
 // ExitCode is the guest's exit status (Python's SystemExit); zero otherwise.
@@ -100,6 +103,9 @@ func (a *Answer) Text() string {
 	}
 	if len(a.Files) > 0 || a.returned.unlisted > 0 {
 		section("[files]", a.filesText())
+	}
+	if a.answerNote != "" {
+		section("", a.answerNote)
 	}
 	if b.Len() == 0 {
 		return "[no output and no result]"

@@ -42,6 +42,11 @@ type Limits struct {
 	// it (or beyond MaxFilesOutCount files) they are listed, not sent.
 	MaxFilesOut      Size
 	MaxFilesOutCount int
+	// MaxAnswer caps an MCP answer as encoded JSON: the text, the
+	// structured content and the files sent, all together. Output comes
+	// first; files fill what is left, and those that do not fit are
+	// listed, not sent (answersize.go).
+	MaxAnswer Size
 }
 
 // DefaultLimits are the limits when no flag or environment variable is set.
@@ -56,6 +61,10 @@ var DefaultLimits = Limits{
 	MaxFilesIn:       8 << 20,
 	MaxFilesOut:      8 << 20,
 	MaxFilesOutCount: 64,
+	// The TypeScript SDK, which most MCP hosts are built on, drops a
+	// stdio connection on a message over 10 MiB; 8 MiB leaves room for
+	// the envelope and for clients with a slightly smaller buffer.
+	MaxAnswer: 8 << 20,
 }
 
 // Config is everything the supervisor is configured with.
@@ -248,6 +257,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(&c.Limits.Scratch, "scratch", "CAPSULE_SCRATCH", "size of a Python call's private in-memory /tmp, held in the worker on top of --memory (0: none)")
 	e.Var(&c.Limits.MaxFilesIn, "max-files-in", "CAPSULE_MAX_FILES_IN", "limit on the files passed in to one call, all together (0: none may be)")
 	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
+	e.Var(&c.Limits.MaxAnswer, "max-answer", "CAPSULE_MAX_ANSWER",
+		"limit on an MCP answer's encoded size (text, structured content and files as base64); output comes first, files that do not fit are listed, not sent")
 	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
 	e.Var(boolValue{&c.BundledPackages}, "bundled-packages", "CAPSULE_BUNDLED_PACKAGES", "make the bundled pure-Python packages (sympy, networkx, ...: see capsule version) importable in Python calls")
@@ -303,6 +314,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MaxCode < 1 {
 		return fmt.Errorf("code size limit must be at least 1 byte")
+	}
+	if c.Limits.MaxAnswer < MinAnswer {
+		return fmt.Errorf("max-answer %s is too small: an answer needs at least %s for its text and structured content", c.Limits.MaxAnswer, Size(MinAnswer))
 	}
 	if c.MaxConcurrency < 1 {
 		return fmt.Errorf("max-concurrency must be at least 1")

@@ -36,7 +36,7 @@ const outputSchema = `{
       },
       "required": ["type", "message", "traceback"]
     },
-    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "shutdown", null], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
+    "limit": {"type": ["string", "null"], "enum": ["timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "answer", "shutdown", null], "description": "The limit that was hit, if any; answer: the whole answer would have been over the server's size limit for an answer, so output was cut or files were not sent; shutdown: the server shut down and the call outlived its grace period."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
@@ -281,9 +281,13 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 			defer stop()
 		}
 		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
-		res := mcp.NewToolResultStructured(a, a.Text())
+		idLen := 0
+		if call != nil {
+			idLen = len(call.ID)
+		}
+		a.Fit(int64(s.cfg.Limits.MaxAnswer), idLen)
+		res := a.toolResult()
 		res.Content = append(res.Content, a.FileContents(call)...)
-		res.IsError = a.IsError()
 		return res, nil
 	}
 }
