@@ -154,3 +154,25 @@ func BenchmarkFitSmallAnswer(b *testing.B) {
 		a.Fit(8<<20, 1)
 	}
 }
+
+// FuzzFit: whatever a worker returns (its output is untrusted), the
+// answer as the transports encode it stays within the bound, split or
+// not.
+func FuzzFit(f *testing.F) {
+	f.Add([]byte("hi\n"), []byte(""), []byte("a,b\n"), uint16(3), false)
+	f.Add(bytes.Repeat([]byte("<\x01"), 9000), bytes.Repeat([]byte("\u2028\""), 5000), bytes.Repeat([]byte{0xff}, 20000), uint16(9), true)
+	f.Fuzz(func(t *testing.T, stdout, stderr, file []byte, copies uint16, binary bool) {
+		var files []fileset.File
+		for i := range int(copies % 12) {
+			files = append(files, fileset.File{Path: fmt.Sprintf("f%02d.txt", i), Data: bytes.Repeat(file, 1+i), Binary: binary})
+		}
+		a := fitAnswer(t, string(stdout), string(stderr), files...)
+		const max = MinAnswer
+		a.Fit(max, 1)
+		for _, split := range []bool{false, true} {
+			if b := encodedAnswer(t, a, split); len(b) > max {
+				t.Fatalf("split %v: the answer is %d bytes, over %d", split, len(b), max)
+			}
+		}
+	})
+}
