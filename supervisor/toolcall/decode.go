@@ -15,13 +15,14 @@ import (
 var errSyntax = errors.New("toolcall: not JSON this decoder takes")
 
 // errTooDeep is what the decoder reports for a value nested deeper than
-// maxDepth: one it cannot check for ambiguous keys, so it is refused.
+// maxDepth, which encoding/json refuses too.
 var errTooDeep = errors.New("toolcall: nested too deeply")
 
-// maxDepth bounds how deeply the decoder recurses. encoding/json allows
-// 10,000 levels; a deeper message is refused, since its keys could not be
-// checked.
-const maxDepth = 1000
+// maxDepth bounds how deeply the decoder recurses: as deep as
+// encoding/json goes (10,000 levels), so that every message mcp-go could
+// read has its keys checked. Go's stacks grow as needed; a level costs a
+// few hundred bytes of stack.
+const maxDepth = 10000
 
 // plain marks the bytes that stand for themselves inside a JSON string:
 // everything but '"', '\\' and the control characters.

@@ -96,7 +96,7 @@ func Split(msg []byte, argumentNames []string) (call *Call, small []byte, refusa
 		return nil, nil, &Refusal{Code: code, Message: ke.Error(), ID: idOf(msg)}
 	case err == errTooDeep:
 		return nil, nil, &Refusal{Code: codeInvalidRequest, ID: idOf(msg),
-			Message: fmt.Sprintf("the message nests more than %d levels deep, more than any request needs; flatten it", maxDepth)}
+			Message: fmt.Sprintf("the message nests more than %d levels deep, more than JSON-RPC readers take; flatten it", maxDepth)}
 	case err != nil || !s.complete():
 		return nil, nil, nil
 	}

@@ -142,6 +142,15 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// nested is n arrays, each the only element of the one around it.
+func nested(n int) any {
+	v := []any{}
+	for range n - 1 {
+		v = []any{v}
+	}
+	return v
+}
+
 // toolArguments are the argument names Split is given in the tests, as
 // capsule's tools have them.
 var toolArguments = []string{"code", "timeout_seconds", "inputs", "files"}
@@ -211,8 +220,10 @@ func TestSplit(t *testing.T) {
 		{name: "dotless i is no i", msg: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"ur\u0131":"x"}}`},
 		{name: "another method's params by case", msg: `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"LEVEL":"debug"}}`,
 			refused: -32602, refusedSays: `key "LEVEL", which differs from "level"`, refusedID: "2"},
-		{name: "too deep", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}}}`,
-			refused: -32600, refusedSays: "nests more than 1000 levels deep"},
+		{name: "deep, as encoding/json takes it", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`,
+			want: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, wantArgs: map[string]any{"a": nested(1500)}},
+		{name: "too deep", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}}`,
+			refused: -32600, refusedSays: "nests more than 10000 levels deep"},
 		{name: "an unknown key differing by case from another unknown one", msg: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1,"X":2}}`},
 	}
 	for _, tt := range tests {
