@@ -39,14 +39,32 @@ func (a *Answer) toolResult() *mcp.CallToolResult {
 	return res
 }
 
-// encodedSize is the size of the answer's tool result as JSON, without
-// the files' contents.
+// encodedSize is at least the size of the answer's tool result as JSON,
+// without the files' contents, and seldom more by more than a few bytes.
+// The long texts are not encoded: each is counted at its escaped length
+// (jsonStringLen), twice, and the rest of the result, encoded with a
+// one-character stand-in for each, so that the text content keeps its
+// sections. Encoding megabytes of escaped output for each measurement
+// would cost a pathological answer half a second of CPU.
 func (a *Answer) encodedSize() int64 {
+	texts := a.texts()
+	saved := make([]string, len(texts))
+	var long int64
+	for i, t := range texts {
+		saved[i] = *t
+		if *t != "" {
+			long += 2 * (jsonStringLen([]byte(*t)) - 2 - 1)
+			*t = "x"
+		}
+	}
 	b, err := json.Marshal(a.toolResult())
+	for i, t := range texts {
+		*t = saved[i]
+	}
 	if err != nil {
 		return 0 // cannot happen: the answer is made of strings and JSON the worker's frames were checked to hold
 	}
-	return int64(len(b))
+	return int64(len(b)) + long
 }
 
 // roughSize bounds the answer's encoded size from above without encoding
@@ -259,40 +277,43 @@ func (a *Answer) cutStream(text *string, dropped *int64, n int) {
 // encode within budget bytes of JSON string (without the quotes).
 func keepWithin(s string, budget int64) int {
 	var n int64
-	for i, r := range s {
-		n += runeJSONLen(r)
-		if n > budget {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if n += runeJSONLen(r, size); n > budget {
 			return i
 		}
+		i += size
 	}
 	return len(s)
 }
 
 // jsonStringLen is the most bytes b takes as a JSON string, quotes
-// included, encoded by encoding/json (which escapes <, > and &, and
-// U+2028 and U+2029) or by toolcall.AppendString (which does not), each
-// invalid byte as U+FFFD.
+// included, encoded by encoding/json (which escapes <, > and &, U+2028
+// and U+2029, and writes an invalid byte as \ufffd) or by
+// toolcall.AppendString (which does none of these, and writes an invalid
+// byte as U+FFFD).
 func jsonStringLen(b []byte) int64 {
 	n := int64(2)
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
-		n += runeJSONLen(r)
+		n += runeJSONLen(r, size)
 		b = b[size:]
 	}
 	return n
 }
 
-// runeJSONLen is the most bytes r takes in a JSON string.
-func runeJSONLen(r rune) int64 {
+// runeJSONLen is the most bytes r, size bytes of UTF-8 (an invalid byte
+// is RuneError of size 1), takes in a JSON string.
+func runeJSONLen(r rune, size int) int64 {
 	switch {
 	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
 		return 2
 	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
 		return 6
-	case r == utf8.RuneError:
-		return 3
+	case r == utf8.RuneError && size == 1:
+		return 6
 	}
-	return int64(utf8.RuneLen(r))
+	return int64(size)
 }
 
 // contentSize is the encoded size of returned file i's content, as

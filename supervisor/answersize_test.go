@@ -176,3 +176,22 @@ func FuzzFit(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFitEscapedOutput measures the worst case: stdout and stderr of
+// 1 MiB that JSON escapes six bytes a character, cut to fit.
+func BenchmarkFitEscapedOutput(b *testing.B) {
+	escaped := strings.Repeat("<", 1<<20)
+	for b.Loop() {
+		a := fitAnswer(b, escaped, escaped)
+		a.Fit(8<<20, 1)
+	}
+}
+
+// BenchmarkFitFiles measures fitting 16 files of 512 KiB.
+func BenchmarkFitFiles(b *testing.B) {
+	files := binaryFiles(16, 512<<10)
+	for b.Loop() {
+		a := fitAnswer(b, "hi\n", "", files...)
+		a.Fit(8<<20, 1)
+	}
+}
