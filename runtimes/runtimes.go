@@ -47,6 +47,9 @@ const (
 	// LimitShutdown is the server's shutdown grace period: the call was
 	// still running when it ended.
 	LimitShutdown = "shutdown"
+	// LimitAnswer is the size of an MCP answer, encoded: what did not fit
+	// was cut or left out.
+	LimitAnswer = "answer"
 )
 
 // Config is what a runtime needs to compile its module. It is fixed for the

@@ -38,6 +38,9 @@ type Answer struct {
 	returned      returnedFiles
 	// limitNote is the text's line on the limit that was hit (limittext.go).
 	limitNote string
+	// answerNote says what Fit cut or left out when another limit holds
+	// the answer's error.
+	answerNote string
 }
 
 // LimitNote is one line naming the limit the call hit, its size and what
@@ -109,6 +112,9 @@ func (a *Answer) Text() string {
 	}
 	if a.limitNote != "" {
 		section("", a.limitNote)
+	}
+	if a.answerNote != "" {
+		section("", a.answerNote)
 	}
 	if b.Len() == 0 {
 		return "[no output and no result]"

@@ -46,6 +46,11 @@ type Limits struct {
 	// it (or beyond MaxFilesOutCount files) they are listed, not sent.
 	MaxFilesOut      Size
 	MaxFilesOutCount int
+	// MaxAnswer caps an MCP answer as encoded JSON: the text, the
+	// structured content and the files sent, all together. Output comes
+	// first; files fill what is left, and those that do not fit are
+	// listed, not sent (answersize.go).
+	MaxAnswer Size
 }
 
 // DefaultLimits are the limits when no flag or environment variable is set.
@@ -61,6 +66,10 @@ var DefaultLimits = Limits{
 	MaxFilesInCount:  256,
 	MaxFilesOut:      8 << 20,
 	MaxFilesOutCount: 64,
+	// The TypeScript SDK, which most MCP hosts are built on, drops a
+	// stdio connection on a message over 10 MiB; 8 MiB leaves room for
+	// the envelope and for clients with a slightly smaller buffer.
+	MaxAnswer: 8 << 20,
 }
 
 // Config is everything the supervisor is configured with.
@@ -261,6 +270,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 	e.Var(intValue{&c.Limits.MaxFilesInCount, 0}, "max-files-in-count", "CAPSULE_MAX_FILES_IN_COUNT",
 		fmt.Sprintf("how many files one call may pass in, at most %d; more are refused before a worker starts (0: none may be)", fileset.MaxListed))
 	e.Var(&c.Limits.MaxFilesOut, "max-files-out", "CAPSULE_MAX_FILES_OUT", "limit on the files one call returns, all together; files beyond it are listed, not sent")
+	e.Var(&c.Limits.MaxAnswer, "max-answer", "CAPSULE_MAX_ANSWER",
+		"limit on an MCP answer's encoded size (text, structured content and files as base64); output comes first, files that do not fit are listed, not sent")
 	e.Var(intValue{&c.Limits.MaxFilesOutCount, 0}, "max-files-out-count", "CAPSULE_MAX_FILES_OUT_COUNT", "how many files one call may return; files beyond it are listed, not sent")
 	e.Var(StringValue{&c.PythonPath}, "python-path", "CAPSULE_PYTHON_PATH", "directory or zip of pure-Python packages importable in every Python call (read-only), after the bundled ones")
 	e.Var(boolValue{&c.BundledPackages}, "bundled-packages", "CAPSULE_BUNDLED_PACKAGES", "make the bundled pure-Python packages (sympy, networkx, ...: see capsule version) importable in Python calls")
@@ -319,6 +330,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MaxFilesInCount > fileset.MaxListed {
 		return fmt.Errorf("max-files-in-count %d is above the most a call may pass in, %d", c.Limits.MaxFilesInCount, fileset.MaxListed)
+	}
+	if c.Limits.MaxAnswer < MinAnswer {
+		return fmt.Errorf("max-answer %s is too small: an answer needs at least %s for its text and structured content", c.Limits.MaxAnswer, Size(MinAnswer))
 	}
 	if c.MaxConcurrency < 1 {
 		return fmt.Errorf("max-concurrency must be at least 1")

@@ -35,6 +35,10 @@ func TestFlagsAndEnvironment(t *testing.T) {
 				l.MaxFilesIn, l.MaxFilesOut, l.MaxFilesOutCount = 1<<20, 2<<20, 3
 				return l
 			}()},
+		{name: "answer limit by flag", args: []string{"--max-answer", "4MiB"},
+			want: func() Limits { l := DefaultLimits; l.MaxAnswer = 4 << 20; return l }()},
+		{name: "answer limit by environment", env: map[string]string{"CAPSULE_MAX_ANSWER": "16MiB"},
+			want: func() Limits { l := DefaultLimits; l.MaxAnswer = 16 << 20; return l }()},
 		{name: "bad files count names its variable", env: map[string]string{"CAPSULE_MAX_FILES_OUT_COUNT": "-1"}, wantErr: "CAPSULE_MAX_FILES_OUT_COUNT"},
 		{name: "scratch by flag, none by environment", args: []string{"--scratch", "4MiB"}, env: map[string]string{"CAPSULE_SCRATCH": "0"},
 			want: func() Limits { l := DefaultLimits; l.Scratch = 4 << 20; return l }()},
@@ -118,5 +122,20 @@ func TestValidateMaxTimeout(t *testing.T) {
 				t.Fatalf("max timeout %s, want %s", cfg.Limits.MaxTimeout, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateMaxAnswer: an answer limit too small for an answer's text
+// is refused at start, naming the flag and the least it may be.
+func TestValidateMaxAnswer(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Limits.MaxAnswer = 1 << 10
+	err := cfg.Validate()
+	if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "max-answer 1KiB is too small") || !strings.Contains(err.Error(), "64KiB") {
+		t.Errorf("validate: %v", err)
+	}
+	cfg.Limits.MaxAnswer = MinAnswer
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("validate at the least: %v", err)
 	}
 }

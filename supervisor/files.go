@@ -32,6 +32,9 @@ type returnedFiles struct {
 	kinds    []fileset.Kind
 	unlisted int64
 	lim      fileset.Limits
+	// overAnswer marks the files Fit left out for the answer limit; nil
+	// when it left none out.
+	overAnswer []bool
 }
 
 // filesOutLimits are the configured limits on returned files.
@@ -173,9 +176,12 @@ func (r returnedFiles) limitMessage(truncated int) string {
 // filesText lists the files returned, for the answer's text.
 func (a *Answer) filesText() string {
 	var b strings.Builder
-	for _, f := range a.Files {
+	for i, f := range a.Files {
 		fmt.Fprintf(&b, "%s (%s, %d bytes)", f.Path, f.MIMEType, f.Size)
-		if f.Truncated {
+		switch {
+		case i < len(a.returned.overAnswer) && a.returned.overAnswer[i]:
+			b.WriteString(": not sent, the answer would have been over its limit (--max-answer)")
+		case f.Truncated:
 			b.WriteString(": not sent, over the files_out limit")
 		}
 		b.WriteByte('\n')

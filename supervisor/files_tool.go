@@ -53,7 +53,8 @@ func (s *Supervisor) filesAbout(l language) string {
 	lim := s.cfg.Limits
 	out := fmt.Sprintf("they come back after the text, even after an error or a timeout: PNG, JPEG, GIF and WebP "+
 		"as images, other files as resources (text for csv, tsv, json, txt, md, html, svg, xml, yaml), at most %s and %d "+
-		"files per call (beyond that they are listed as truncated). ", lim.MaxFilesOut, lim.MaxFilesOutCount)
+		"files per call, and only what fits in an answer of %s after the output (beyond that they are listed as truncated). ",
+		lim.MaxFilesOut, lim.MaxFilesOutCount, lim.MaxAnswer)
 	if l.name == runtimes.JavaScript {
 		return "Files: `files` passes files in (see its description), which the code reads from the global `files`. " +
 			"To return files, set entries of the global `outputs` object to a string or a Uint8Array; " + out +

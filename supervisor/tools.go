@@ -48,7 +48,7 @@ const outputSchema = `{
       ],
       "description": "Null, or the uncaught exception / syntax error / limit / refused arguments (type ArgumentError: nothing ran)."
     },
-    "limit": {"anyOf": [{"type": "string", "enum": [` + limitNames + `]}, {"type": "null"}], "description": "The limit that was hit, if any; shutdown: the server shut down and the call outlived its grace period."},
+    "limit": {"anyOf": [{"type": "string", "enum": [` + limitNames + `]}, {"type": "null"}], "description": "The limit that was hit, if any; answer: the whole answer would have been over the server's size limit for an answer, so output was cut or files were not sent; shutdown: the server shut down and the call outlived its grace period."},
     "duration_ms": {"type": "number", "description": "Wall-clock time of the call in milliseconds."},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
@@ -59,7 +59,7 @@ const outputSchema = `{
 
 // limitNames are the values of an answer's limit, as the output schema's
 // enum lists them.
-const limitNames = `"timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "shutdown"`
+const limitNames = `"timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "answer", "shutdown"`
 
 // language describes one tool: its name and how its description reads.
 type language struct {
@@ -187,6 +187,11 @@ func jsonDepth(v any, limit int) int {
 	}
 	return deepest + 1
 }
+
+// ArgumentNames are the tools' arguments, as ParseArguments takes them.
+// The transports refuse a call whose arguments hold a key that differs
+// from one of them only by case or Unicode folding (package toolcall).
+var ArgumentNames = []string{"code", "timeout_seconds", "inputs", "files"}
 
 // Arguments are a tool call's validated arguments.
 type Arguments struct {
@@ -330,9 +335,13 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 			defer stop()
 		}
 		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
-		res := mcp.NewToolResultStructured(a, a.Text())
+		idLen := 0
+		if call != nil {
+			idLen = len(call.ID)
+		}
+		a.Fit(int64(s.cfg.Limits.MaxAnswer), idLen)
+		res := a.toolResult()
 		res.Content = append(res.Content, a.FileContents(call)...)
-		res.IsError = a.IsError()
 		return res, nil
 	}
 }

@@ -14,9 +14,15 @@ import (
 // message goes the slow way, where encoding/json words the error.
 var errSyntax = errors.New("toolcall: not JSON this decoder takes")
 
-// maxDepth bounds how deeply the decoder recurses. encoding/json allows
-// 10,000 levels; a deeper message is left to it.
-const maxDepth = 1000
+// errTooDeep is what the decoder reports for a value nested deeper than
+// maxDepth, which encoding/json refuses too.
+var errTooDeep = errors.New("toolcall: nested too deeply")
+
+// maxDepth bounds how deeply the decoder recurses: as deep as
+// encoding/json goes (10,000 levels), so that every message mcp-go could
+// read has its keys checked. Go's stacks grow as needed; a level costs a
+// few hundred bytes of stack.
+const maxDepth = 10000
 
 // plain marks the bytes that stand for themselves inside a JSON string:
 // everything but '"', '\\' and the control characters.
@@ -36,6 +42,9 @@ type decoder struct {
 	b     []byte
 	i     int
 	depth int
+	// lenient lets duplicate keys pass; only the search for a refused
+	// message's id reads that way.
+	lenient bool
 }
 
 func (d *decoder) space() {
@@ -77,8 +86,11 @@ func (d *decoder) end() error {
 
 // members calls member for each member of the object that starts here,
 // with the key's raw bytes (between the quotes) and its decoded form;
-// member must consume the value.
+// member must consume the value. A key that comes twice (as decoded: an
+// escape spells the same key) is a *keyError: encoding/json would keep the
+// last, other readers the first.
 func (d *decoder) members(member func(raw []byte, key string) error) error {
+	var seen keySet
 	return d.sequence('{', '}', func() error {
 		if d.peek() != '"' {
 			return errSyntax
@@ -92,13 +104,20 @@ func (d *decoder) members(member func(raw []byte, key string) error) error {
 		if err := d.expect(':'); err != nil {
 			return err
 		}
-		return member(raw, key)
+		if !seen.add(key) && !d.lenient {
+			return &keyError{key: key}
+		}
+		return within(member(raw, key), key)
 	})
 }
 
 // elements calls element for each element of the array that starts here.
 func (d *decoder) elements(element func() error) error {
-	return d.sequence('[', ']', element)
+	n := 0
+	return d.sequence('[', ']', func() error {
+		n++
+		return within(element(), "["+strconv.Itoa(n-1)+"]")
+	})
 }
 
 // sequence reads an object or an array: open, then items separated by
@@ -108,7 +127,7 @@ func (d *decoder) sequence(open, end byte, item func() error) error {
 		return err
 	}
 	if d.depth++; d.depth > maxDepth {
-		return errSyntax
+		return errTooDeep
 	}
 	defer func() { d.depth-- }()
 	if d.peek() == end {
@@ -138,7 +157,7 @@ func (d *decoder) value() (any, error) {
 		m := map[string]any{}
 		err := d.members(func(_ []byte, key string) error {
 			v, err := d.value()
-			m[key] = v // the last of duplicate keys wins, as in encoding/json
+			m[key] = v // members refuses a duplicate key
 			return err
 		})
 		return m, err

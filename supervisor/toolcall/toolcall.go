@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -43,23 +44,100 @@ type Call struct {
 	attachments []attachment
 }
 
-// Split decodes msg when it is a tools/call request (a method of
-// "tools/call", a string or number id, and params.arguments an object),
-// and returns the call and the message mcp-go is to handle: msg with
-// params.arguments replaced by {}. Anything else, including a message that
-// is not valid JSON or whose names encoding/json would read otherwise
-// (duplicates, other capitalisation), is not split (ok is false) and goes
-// to mcp-go as it is.
-func Split(msg []byte) (call *Call, small []byte, ok bool) {
+// JSON-RPC error codes of a Refusal.
+const (
+	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
+)
+
+// Refusal is a message Split refuses because it could be read two ways
+// (keys.go): it is answered with Code and Message, and nothing of it runs.
+type Refusal struct {
+	// Code is -32600 (invalid request) when the ambiguity is in the
+	// message's own members, -32602 (invalid params) when it is in params.
+	Code    int
+	Message string
+	// ID is the request's id as the message writes it, when the message
+	// has exactly one "id" and nothing that might be read as another;
+	// nil otherwise (the answer's id is then null).
+	ID []byte
+}
+
+// Split reads msg as the transports receive it, before anything else
+// decodes it. It refuses a message whose keys could be read two ways
+// (keys.go), or which nests too deeply to check. Otherwise, when msg is a
+// tools/call request (a method of "tools/call", a string or number id,
+// and params.arguments an object), it returns the call and the message
+// mcp-go is to handle: msg with params.arguments replaced by {}. Anything
+// else, including a message that is not valid JSON, is neither refused
+// nor split (all results nil) and goes to mcp-go as it is.
+//
+// argumentNames are the tools' argument names: in a tools/call's
+// arguments, a key that differs from one of them only by case or folding
+// is refused too.
+func Split(msg []byte, argumentNames []string) (call *Call, small []byte, refusal *Refusal) {
 	d := &decoder{b: msg}
 	var s splitter
-	if d.members(s.topMember(d)) != nil || d.end() != nil || !s.complete() {
-		return nil, nil, false
+	err := d.members(s.topMember(d))
+	if err == nil {
+		err = d.end()
+	}
+	if err == nil && s.method == Method {
+		if args, ok := s.args.(map[string]any); ok {
+			err = argumentsChecked(args, argumentNames)
+		}
+	}
+	switch ke, ambiguous := err.(*keyError); {
+	case ambiguous:
+		code := codeInvalidParams
+		if ke.topLevel() {
+			code = codeInvalidRequest
+		}
+		return nil, nil, &Refusal{Code: code, Message: ke.Error(), ID: idOf(msg)}
+	case err == errTooDeep:
+		return nil, nil, &Refusal{Code: codeInvalidRequest, ID: idOf(msg),
+			Message: fmt.Sprintf("the message nests more than %d levels deep, more than JSON-RPC readers take; flatten it", maxDepth)}
+	case err != nil || !s.complete():
+		return nil, nil, nil
 	}
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	call = &Call{ID: bytes.Clone(s.id), Arguments: s.args, nonce: hex.EncodeToString(nonce[:])}
-	return call, s.small(msg), true
+	return call, s.small(msg), nil
+}
+
+// argumentsChecked checks a tools/call's arguments' keys against names.
+func argumentsChecked(args map[string]any, names []string) error {
+	for k := range args {
+		if err := checkNames(k, names); err != nil {
+			err.(*keyError).own = false
+			return within(within(err, "arguments"), "params")
+		}
+	}
+	return nil
+}
+
+// idOf returns the id of a message Split refuses, read leniently: the
+// value of its one member "id", when no other member could be read as
+// the id; else nil.
+func idOf(msg []byte) []byte {
+	d := &decoder{b: msg, lenient: true}
+	var id []byte
+	ids := 0
+	err := d.members(func(_ []byte, key string) error {
+		v, err := d.skip()
+		if strings.EqualFold(key, "id") {
+			ids++
+			if key == "id" {
+				id = v
+			}
+		}
+		return err
+	})
+	if err != nil || ids != 1 || !validID(id) {
+		return nil
+	}
+	return bytes.Clone(id)
 }
 
 // splitter gathers what Split reads of a message: the members it must
@@ -70,16 +148,13 @@ type splitter struct {
 	args         any
 	argsFrom     int // params.arguments' value spans msg[argsFrom:argsTo]
 	argsTo       int
-	seen         map[string]bool
-	unusual      bool // a name encoding/json might read as one of ours
 	paramsObject bool
 }
 
 // topMember reads one member of the message.
 func (s *splitter) topMember(d *decoder) func(raw []byte, key string) error {
-	return func(raw []byte, key string) error {
-		if !s.note(raw, key, "jsonrpc", "id", "method", "params") {
-			_, err := d.skip()
+	return func(_ []byte, key string) error {
+		if err := checkNames(key, envelopeNames); err != nil {
 			return err
 		}
 		switch key {
@@ -110,8 +185,11 @@ func (s *splitter) topMember(d *decoder) func(raw []byte, key string) error {
 
 // paramsMember reads one member of params.
 func (s *splitter) paramsMember(d *decoder) func(raw []byte, key string) error {
-	return func(raw []byte, key string) error {
-		if !s.note(raw, "params."+key, "params.arguments") || d.peek() != '{' {
+	return func(_ []byte, key string) error {
+		if err := checkNames(key, paramsNames); err != nil {
+			return err
+		}
+		if key != "arguments" || d.peek() != '{' {
 			_, err := d.skip()
 			return err
 		}
@@ -122,32 +200,9 @@ func (s *splitter) paramsMember(d *decoder) func(raw []byte, key string) error {
 	}
 }
 
-// note records a member's name and reports whether it is one of names.
-// A name that is one of them but for case or escapes, or comes twice,
-// makes the message unusual: encoding/json matches names without regard
-// to case and takes the last of duplicates, and the message then goes to
-// it whole.
-func (s *splitter) note(raw []byte, key string, names ...string) bool {
-	for _, n := range names {
-		plainKey := key[strings.LastIndexByte(key, '.')+1:]
-		if !strings.EqualFold(key, n) {
-			continue
-		}
-		if s.seen == nil {
-			s.seen = map[string]bool{}
-		}
-		if s.seen[n] || string(raw) != plainKey || key != n {
-			s.unusual = true
-		}
-		s.seen[n] = true
-		return true
-	}
-	return false
-}
-
 // complete reports whether the message is a tools/call request to split.
 func (s *splitter) complete() bool {
-	return !s.unusual && s.method == Method && validID(s.id) && s.paramsObject && s.argsTo > s.argsFrom
+	return s.method == Method && validID(s.id) && s.paramsObject && s.argsTo > s.argsFrom
 }
 
 // validID reports whether id, as the message writes it, is a string or a

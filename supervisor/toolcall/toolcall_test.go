@@ -41,6 +41,16 @@ func checkDecodesAsEncodingJSON(t *testing.T, in []byte) {
 	if d.depth != 0 && err == nil {
 		t.Fatalf("%q: depth %d after the value", in, d.depth)
 	}
+	// A duplicate key is refused where encoding/json keeps the last;
+	// encoding/json's tokens must show the same duplicate (or the text is
+	// no JSON at all, past the duplicate).
+	_, dup := err.(*keyError)
+	if dup && json.Valid(in) && !hasDuplicateKey(in) || !dup && hasDuplicateKey(in) {
+		t.Fatalf("%q: the decoder says %v; encoding/json's tokens say duplicate: %v", in, err, hasDuplicateKey(in))
+	}
+	if dup {
+		return
+	}
 	switch {
 	case err == nil && wantErr != nil:
 		t.Fatalf("%q: decoded %#v, encoding/json refuses it: %v", in, got, wantErr)
@@ -49,14 +59,72 @@ func checkDecodesAsEncodingJSON(t *testing.T, in []byte) {
 	case err == nil && !reflect.DeepEqual(got, want):
 		t.Fatalf("%q: decoded %#v, encoding/json %#v", in, got, want)
 	}
-	// skip validates as json.Valid does.
-	s := &decoder{b: in}
+	// skip validates as json.Valid does (lenient: duplicates were
+	// checked above).
+	s := &decoder{b: in, lenient: true}
 	_, skipErr := s.skip()
 	if skipErr == nil {
 		skipErr = s.end()
 	}
 	if (skipErr == nil) != json.Valid(in) && !tooDeep(in) {
 		t.Fatalf("%q: skip says %v, json.Valid %v", in, skipErr, json.Valid(in))
+	}
+}
+
+// hasDuplicateKey reports whether some object in in, a valid JSON text,
+// holds a key twice, as encoding/json's tokens show it: a reading of its
+// own, to check the decoder's against. It is false for text that is not
+// JSON, or nests too deeply.
+func hasDuplicateKey(in []byte) bool {
+	if !json.Valid(in) || tooDeep(in) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(in))
+	type level struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &level{object: true, keys: map[string]bool{}, key: true})
+			case '[':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &level{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.key {
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
 	}
 }
 
@@ -74,11 +142,28 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// nested is n arrays, each the only element of the one around it.
+func nested(n int) any {
+	v := []any{}
+	for range n - 1 {
+		v = []any{v}
+	}
+	return v
+}
+
+// toolArguments are the argument names Split is given in the tests, as
+// capsule's tools have them.
+var toolArguments = []string{"code", "timeout_seconds", "inputs", "files"}
+
 func TestSplit(t *testing.T) {
 	tests := []struct {
 		name, msg string
 		want      string // the small message; empty: not split
 		wantArgs  any
+		// refused: the refusal's code, and what its message must hold.
+		refused     int
+		refusedSays string
+		refusedID   string // the id the refusal answers; empty: null
 	}{
 		{name: "typical", msg: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_python","arguments":{"code":"1+1","files":{"a.csv":"x,y\n"}}}}` + "\n",
 			want:     `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_python","arguments":{}}}` + "\n",
@@ -86,12 +171,13 @@ func TestSplit(t *testing.T) {
 		{name: "id last, params first, _meta kept", msg: `{"method":"tools/call","params":{"arguments": {"code":"x"} ,"_meta":{"progressToken":1},"name":"t"},"jsonrpc":"2.0","id":"abc"}`,
 			want:     `{"method":"tools/call","params":{"arguments": {} ,"_meta":{"progressToken":1},"name":"t"},"jsonrpc":"2.0","id":"abc"}`,
 			wantArgs: map[string]any{"code": "x"}},
+		{name: "escaped names read as every reader reads them", msg: `{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"arguments":{"c\u006fde":"x"}}}`,
+			want: `{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"arguments":{}}}`, wantArgs: map[string]any{"code": "x"}},
 		{name: "another method", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{}}}`},
 		{name: "a notification", msg: `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{}}}`},
 		{name: "null id", msg: `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"arguments":{}}}`},
 		{name: "an object id", msg: `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"arguments":{}}}`},
 		{name: "a boolean id", msg: `{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"arguments":{}}}`},
-		{name: "too deep", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}}}`},
 		{name: "not JSON at all", msg: "\xff\xfe"},
 		{name: "empty", msg: ""},
 		{name: "invalid UTF-8 in a file is kept as encoding/json reads it", msg: `{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"arguments":{"files":{"a":"` + "\xff" + `"}}}}`,
@@ -99,23 +185,63 @@ func TestSplit(t *testing.T) {
 		{name: "arguments not an object", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":[1]}}`},
 		{name: "no arguments", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}`},
 		{name: "params not an object", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":1}`},
-		{name: "method capitalised", msg: `{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"arguments":{}}}`},
-		{name: "arguments capitalised", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Arguments":{}}}`},
-		{name: "arguments twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"arguments":{"code":"x"}}}`},
-		{name: "params twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}},"params":{}}`},
-		{name: "escaped name", msg: `{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"arguments":{}}}`},
 		{name: "method not a string", msg: `{"jsonrpc":"2.0","id":1,"method":7,"params":{"arguments":{}}}`},
 		{name: "trailing junk", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}} x`},
 		{name: "invalid elsewhere", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}},"x":[1,]}`},
 		{name: "a batch", msg: `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}]`},
+
+		// The ambiguous: refused, naming the key.
+		{name: "tool name twice, by case", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_python","Name":"execute_javascript","arguments":{"code":"1"}}}`,
+			refused: -32602, refusedSays: `"params" has the key "Name", which differs from "name"`, refusedID: "1"},
+		{name: "arguments with a twin", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"code":"1"},"Arguments":{"code":"2"}}}`,
+			refused: -32602, refusedSays: `key "Arguments"`, refusedID: "1"},
+		{name: "arguments with a long s", msg: `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"argument\u017f":{"code":"1"}}}`,
+			refused: -32602, refusedSays: `key "argument\u017f", which differs from "arguments"`, refusedID: `"a"`},
+		{name: "arguments twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"arguments":{"code":"x"}}}`,
+			refused: -32602, refusedSays: `"params" has the key "arguments" more than once`, refusedID: "1"},
+		{name: "code twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"code":"1","code":"2"}}}`,
+			refused: -32602, refusedSays: `"params.arguments" has the key "code" more than once`, refusedID: "1"},
+		{name: "an argument by case", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"Code":"1"}}}`,
+			refused: -32602, refusedSays: `"params.arguments" has the key "Code", which differs from "code"`, refusedID: "1"},
+		{name: "a file twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"code":"1","files":{"a.txt":"x","a.txt":"y"}}}}`,
+			refused: -32602, refusedSays: `"params.arguments.files" has the key "a.txt" more than once`, refusedID: "1"},
+		{name: "a key twice deep in inputs", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"code":"1","inputs":{"a":[{},{"b":1,"\u0062":2}]}}}}`,
+			refused: -32602, refusedSays: `"params.arguments.inputs.a[1]" has the key "b" more than once`, refusedID: "1"},
+		{name: "id twice, by case", msg: `{"jsonrpc":"2.0","id":4,"ID":5,"method":"tools/call","params":{"arguments":{}}}`,
+			refused: -32600, refusedSays: `the message has the key "ID", which differs from "id"`},
+		{name: "id twice", msg: `{"jsonrpc":"2.0","id":4,"id":5,"method":"ping"}`,
+			refused: -32600, refusedSays: `the message has the key "id" more than once`},
+		{name: "method capitalised", msg: `{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"arguments":{}}}`,
+			refused: -32600, refusedSays: `key "Method"`, refusedID: "1"},
+		{name: "params twice", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}},"params":{}}`,
+			refused: -32600, refusedSays: `key "params" more than once`, refusedID: "1"},
+		{name: "Kelvin sign for k", msg: `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"tas\u212aId":"x"}}`,
+			refused: -32602, refusedSays: `key "tas\u212aId", which differs from "taskId"`, refusedID: "1"},
+		{name: "dotless i is no i", msg: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"ur\u0131":"x"}}`},
+		{name: "another method's params by case", msg: `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"LEVEL":"debug"}}`,
+			refused: -32602, refusedSays: `key "LEVEL", which differs from "level"`, refusedID: "2"},
+		{name: "deep, as encoding/json takes it", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}}}`,
+			want: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, wantArgs: map[string]any{"a": nested(1500)}},
+		{name: "too deep", msg: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}}}`,
+			refused: -32600, refusedSays: "nests more than 10000 levels deep"},
+		{name: "an unknown key differing by case from another unknown one", msg: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1,"X":2}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			call, small, ok := Split([]byte(tt.msg))
-			if ok != (tt.want != "") {
-				t.Fatalf("split: %v, want %v", ok, tt.want != "")
+			call, small, refusal := Split([]byte(tt.msg), toolArguments)
+			if (refusal != nil) != (tt.refused != 0) {
+				t.Fatalf("refusal %+v, want one: %v", refusal, tt.refused != 0)
 			}
-			if !ok {
+			if refusal != nil {
+				if refusal.Code != tt.refused || !strings.Contains(refusal.Message, tt.refusedSays) || string(refusal.ID) != tt.refusedID {
+					t.Errorf("refusal %d %q (id %s), want %d saying %q (id %s)", refusal.Code, refusal.Message, refusal.ID, tt.refused, tt.refusedSays, tt.refusedID)
+				}
+				return
+			}
+			if (call != nil) != (tt.want != "") {
+				t.Fatalf("split: %v, want %v", call != nil, tt.want != "")
+			}
+			if call == nil {
 				return
 			}
 			if string(small) != tt.want {
@@ -135,9 +261,10 @@ func FuzzSplit(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"code":"1","files":{"a":"\u00e9\n"}}}}`))
 	f.Add([]byte(`{"method":"tools/call","params":{"arguments":{"files":{"b":{"base64":"AA=="}}}},"id":"x"}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"Arguments":{}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"code":"1","code":"2"}}}`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		call, small, ok := Split(msg)
-		if !ok {
+		call, small, _ := Split(msg, toolArguments)
+		if call == nil {
 			return
 		}
 		var whole struct {
@@ -192,8 +319,8 @@ func FuzzAppendString(f *testing.F) {
 }
 
 func TestSplice(t *testing.T) {
-	call, _, ok := Split([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`))
-	if !ok {
+	call, _, _ := Split([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`), toolArguments)
+	if call == nil {
 		t.Fatal("not split")
 	}
 	if got := call.Splice([]byte(`{"a":1}`)); string(got) != `{"a":1}` {
@@ -252,7 +379,7 @@ func BenchmarkSplit(b *testing.B) {
 		"name": "execute_python", "arguments": map[string]any{"code": "x", "files": map[string]any{"data.csv": string(csvOf(5 << 20))}}}})
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
-		if _, _, ok := Split(msg); !ok {
+		if call, _, _ := Split(msg, toolArguments); call == nil {
 			b.Fatal("not split")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"capsule/supervisor"
 	"capsule/supervisor/toolcall"
 )
 
@@ -60,12 +61,17 @@ func (c *callRegistry) serve(mcp http.Handler, w http.ResponseWriter, r *http.Re
 // into the response as mcp writes it.
 func (c *callRegistry) serveOne(mcp http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
 	var m message
-	call, small, split := toolcall.Split(body)
+	call, small, refusal := toolcall.Split(body, supervisor.ArgumentNames)
 	switch {
 	case r.Method != http.MethodPost:
 		mcp.ServeHTTP(w, r)
 		return
-	case split:
+	case refusal != nil:
+		writeRPCError(w, http.StatusBadRequest, errorResponse(refusal.ID, refusal.Code, refusal.Message))
+		return
+	case call == nil && writeOwnAnswer(w, body, r.Header.Get(ProtocolVersionHeader)):
+		return
+	case call != nil:
 		m = message{ID: call.ID, Method: toolcall.Method}
 		r = withBody(r.WithContext(toolcall.NewContext(r.Context(), call)), small)
 		w = &splicingWriter{ResponseWriter: w, call: call}
@@ -211,6 +217,21 @@ func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// writeOwnAnswer answers a request the transport serves itself
+// (ownAnswer), and reports whether it did.
+func writeOwnAnswer(w http.ResponseWriter, body []byte, headerVersion string) bool {
+	resp, failed := ownAnswer(body, true, headerVersion)
+	if resp == nil {
+		return false
+	}
+	status := http.StatusOK
+	if failed {
+		status = http.StatusBadRequest
+	}
+	writeRPCError(w, status, resp)
+	return true
 }
 
 // writeRPCError answers with a JSON-RPC error response.

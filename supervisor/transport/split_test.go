@@ -307,11 +307,11 @@ func TestStdioSplitCallsInABatch(t *testing.T) {
 }
 
 // TestStdioUnsplitCallsStillServed: a tools/call the guard does not split
-// (names encoding/json would read differently) still reaches the tool,
-// through the stdio server, which then finds no split call.
+// (its arguments are not an object) still reaches the tool, through the
+// stdio server, which then finds no split call.
 func TestStdioUnsplitCallsStillServed(t *testing.T) {
 	s := startStdioSession(t, filesServer(), time.Second)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"files","arguments":{},"Arguments":{"files":{}}}}`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"files","arguments":[]}}`)
 	r := s.response()
 	if !r.Result.IsError || len(r.Result.Content) == 0 || r.Result.Content[0].Text != "the call was not split" {
 		t.Errorf("response %+v", r)

@@ -120,8 +120,16 @@ func (g *StdioGuard) admit(line []byte) []byte {
 	if isBatch(line) {
 		return g.admitBatch(line)
 	}
-	if start := g.split(line, nil); start != nil {
+	start, refused := g.split(line, nil)
+	if refused {
+		return nil
+	}
+	if start != nil {
 		start()
+		return nil
+	}
+	if resp, _ := ownAnswer(line, false, ""); resp != nil {
+		g.writeLine(resp)
 		return nil
 	}
 	var m message
@@ -166,7 +174,11 @@ func (g *StdioGuard) admitBatch(line []byte) []byte {
 		case m.Method == "initialize":
 			b.responses = append(b.responses, errorResponse(m.ID, codeInvalidRequest, "initialize must not be part of a batch"))
 		default:
-			if start := g.split(e, b); start != nil {
+			start, refused := g.split(e, b)
+			if refused {
+				continue
+			}
+			if start != nil {
 				calls = append(calls, start)
 				continue
 			}

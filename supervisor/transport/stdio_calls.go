@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"capsule/supervisor"
 	"capsule/supervisor/toolcall"
 )
 
@@ -49,20 +50,27 @@ func (g *StdioGuard) ServeToolCalls(srv *server.MCPServer) server.StdioContextFu
 	}
 }
 
-// split splits msg, a message of batch b (nil for none), when the guard
-// serves tools/call itself and msg is one, and notes it as pending. It
-// returns the function that starts serving it, or nil when msg is not
-// split and goes to the stdio server.
-func (g *StdioGuard) split(msg []byte, b *stdioBatch) (start func()) {
+// split reads msg, a message of batch b (nil for none), with
+// toolcall.Split. A message it refuses as ambiguous is answered here
+// (refused is true). A tools/call it splits is noted as pending, when the
+// guard serves tools/call itself, and start serves it; otherwise start is
+// nil and msg goes to the stdio server.
+func (g *StdioGuard) split(msg []byte, b *stdioBatch) (start func(), refused bool) {
+	call, small, refusal := toolcall.Split(msg, supervisor.ArgumentNames)
+	if refusal != nil {
+		resp := errorResponse(refusal.ID, refusal.Code, refusal.Message)
+		if b != nil {
+			b.responses = append(b.responses, resp)
+		} else {
+			g.writeLine(resp)
+		}
+		return nil, true
+	}
 	g.mu.Lock()
 	calls := g.calls
 	g.mu.Unlock()
-	if calls == nil {
-		return nil
-	}
-	call, small, ok := toolcall.Split(msg)
-	if !ok {
-		return nil
+	if calls == nil || call == nil {
+		return nil, false
 	}
 	key := idKey(call.ID)
 	ctx, cancel := context.WithCancel(toolcall.NewContext(calls.ctx, call))
@@ -87,7 +95,7 @@ func (g *StdioGuard) split(msg []byte, b *stdioBatch) (start func()) {
 			}
 			_ = g.respond(key, response)
 		}()
-	}
+	}, false
 }
 
 // serveSplit has srv handle a split call and returns the response, the

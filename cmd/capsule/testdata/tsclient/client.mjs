@@ -64,5 +64,6 @@ try {
   out.connectError = String(e && e.message ? e.message : e);
 }
 await client.close().catch(() => {});
-process.stdout.write(JSON.stringify(out) + "\n");
-process.exit(0);
+// Exit once the output is written: stdout is a pipe, written
+// asynchronously, and an answer of megabytes would be cut short.
+process.stdout.write(JSON.stringify(out) + "\n", () => process.exit(0));
