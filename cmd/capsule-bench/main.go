@@ -458,7 +458,8 @@ func (b *bench) warmPool() error {
 		if l.tool == toolPython {
 			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause},
 				latencyCase{pool: "warm (2)", what: "sympy", code: sympyPython, pause: sequentialPause, variant: "sympy"},
-				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause, variant: "networkx"})
+				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause, variant: "networkx"},
+				latencyCase{pool: "warm (2)", what: "numpy", code: numpyPython, pause: sequentialPause, variant: "numpy"})
 		}
 		for _, c := range cases {
 			row, err := b.latency(s, l.name, l.tool, c)
@@ -521,11 +522,15 @@ weekdays = collections.Counter(datetime.date.fromisoformat(r["day"]).strftime("%
 assert re.match(r"\d{4}-\d{2}-\d{2}", rows[0]["day"])
 json.dumps({"summary": summary, "busiest": weekdays.most_common(1)})`
 
-// sympyPython and networkxPython import the heaviest bundled packages and
-// use them a little, as an agent's first line of algebra or graph work.
+// sympyPython, networkxPython and numpyPython import the heaviest bundled
+// packages and use them a little, as an agent's first line of algebra,
+// graph or data work.
 const (
 	sympyPython    = "import sympy; x = sympy.Symbol('x'); sympy.expand((x + 1)**10)"
 	networkxPython = "import networkx"
+	// numpyPython is a small task: a linear solve and a mean.
+	numpyPython = "import numpy as np\na = np.array([[3.0, 1.0], [1.0, 2.0]])\n" +
+		"[np.linalg.solve(a, np.array([9.0, 8.0])).tolist(), float(np.arange(1000.0).mean())]"
 )
 
 // longCode keeps a worker busy for about a second.
@@ -685,6 +690,9 @@ func (b *bench) compute() error {
 			return err
 		}
 		r.computePy = append(r.computePy, row)
+	}
+	if err := b.numpyCompute(s); err != nil {
+		return err
 	}
 
 	haveNode := false

@@ -19,7 +19,7 @@ var (
 	// targetImportP50 is for the bundled-package imports, calls
 	// sequentialPause apart; targetImportWorkerCPU bounds a worker's CPU
 	// for them where set.
-	targetImportP50       = map[string]float64{"sympy": 150, "networkx": 60}
+	targetImportP50       = map[string]float64{"sympy": 150, "networkx": 60, "numpy": 60}
 	targetImportWorkerCPU = map[string]float64{"sympy": 120}
 	// targetThroughput is for 2 calls in flight.
 	targetThroughput = map[string]float64{"Python": 40, "JavaScript": 80}
@@ -122,6 +122,9 @@ type report struct {
 	workerMem  []workerMemRow
 
 	computePy, computeJS []computeRow
+	computeNumpy         []numpyRow
+	numpyVersion         string
+	numpyNote            string
 	pythonVersion        string
 	pythonNote           string
 	debianPythonVersion  string
@@ -163,6 +166,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if len(r.computePy)+len(r.computeJS) > 0 {
 		r.printCompute(p)
+	}
+	if len(r.computeNumpy) > 0 {
+		r.printNumpy(p)
 	}
 	if r.serverMem.HWM > 0 || len(r.workerMem) > 0 {
 		r.printMemory(p)

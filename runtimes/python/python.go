@@ -620,14 +620,14 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 	// Near the cap CPython may also fail an allocation without setting
 	// MemoryError (deep recursion reports "SystemError: error return
 	// without exception set"): at the cap, the cap is the cause.
-	if rep.Error != nil && ((rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "" || numpyAllocation(rep.Error.Message))) ||
-		(rep.Error.Type == "SystemError" && nearCap)) {
+	if rep.Error != nil && ((rep.Error.Type == "MemoryError" && (nearCap || rep.Error.Message == "")) ||
+		numpyAllocation(rep.Error) || (rep.Error.Type == "SystemError" && nearCap)) {
 		// An allocation failed: CPython's own MemoryError has no message,
 		// numpy's names the array it could not allocate (an allocation
 		// larger than what is left below the cap fails at once, far from
 		// it), and a guest whose memory is at the cap has hit the cap.
 		m := in.memoryOutcome()
-		if numpyAllocation(rep.Error.Message) {
+		if numpyAllocation(rep.Error) {
 			m.Error.Message += " (" + rep.Error.Message + ")"
 		}
 		m.Error.Traceback = rep.Error.Traceback
@@ -636,11 +636,14 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 	return in.scratchOutcome(out)
 }
 
-// numpyAllocation reports whether a MemoryError's message is numpy's for
-// an array it could not allocate: on wasm32 the memory limit or, for more
-// than 4 GiB, the address space stops it, both the memory limit to a call.
-func numpyAllocation(message string) bool {
-	return strings.HasPrefix(message, "Unable to allocate ")
+// numpyAllocation reports whether an error is numpy's for an array it
+// could not allocate (its _ArrayMemoryError, or the MemoryError that
+// numpy/patches/0006 raises for an array wasm32 cannot count): the memory
+// limit or, beyond 2 GiB, the 32-bit address space stops it, both the
+// memory limit to a call.
+func numpyAllocation(e *runtimes.ErrorInfo) bool {
+	return (e.Type == "MemoryError" || e.Type == "numpy.core._exceptions._ArrayMemoryError") &&
+		strings.HasPrefix(e.Message, "Unable to allocate ")
 }
 
 // memoryOutcome is the outcome of a guest stopped by the memory limit.

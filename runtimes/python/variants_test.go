@@ -29,6 +29,8 @@ func TestVariantsFor(t *testing.T) {
 		{[]string{"networkx"}, []string{"networkx"}},
 		{[]string{"bs4", "json"}, []string{"documents"}},
 		{[]string{"networkx", "sympy"}, []string{"sympy", "networkx"}},
+		{[]string{"numpy"}, []string{"numpy"}},
+		{[]string{"json", "numpy", "sympy"}, []string{"sympy", "numpy"}},
 	}
 	for _, c := range cases {
 		if got := VariantsFor(c.modules); !slices.Equal(got, c.want) {

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# testsuite.sh runs numpy's own test suite inside capsule: each submodule's
+# tests through numpy's own runner (numpy.<sub>.test(), pytest underneath)
+# in one `capsule exec` call, with the limits raised for a long run, and
+# prints a table of tests passed, failed, skipped and errored per submodule,
+# then every failure with its first line.
+#
+# The sandbox gets numpy's Python package with its tests (dist/numpy.zip
+# and dist/numpy-tests.zip, which build.sh writes), and pytest and
+# hypothesis from Debian bookworm's binary packages, through --python-path
+# (bytecode compiled by the machine's python3.11, as bundle.sh does); the
+# bundled packages are off, so that this numpy, with its tests, is the one
+# imported. The extension modules are the interpreter's, as in every call.
+#
+# Not part of `make test`: the whole suite takes tens of minutes under
+# WebAssembly. Run it after `make build`:
+#
+#   runtimes/python/numpy/testsuite.sh [SUBMODULE ...]   (default: core lib
+#       linalg fft random polynomial ma)
+#
+# Environment: CAPSULE (the binary, default bin/capsule), OUT (a directory
+# for each submodule's full pytest output, default a temporary one).
+set -euo pipefail
+export PYTHONHASHSEED=0
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+dist=$repo/runtimes/python/dist
+capsule=${CAPSULE:-$repo/bin/capsule}
+subs=("$@")
+((${#subs[@]})) || subs=(core lib linalg fft random polynomial ma)
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+
+for f in "$dist/numpy.zip" "$dist/numpy-tests.zip" "$capsule"; do
+	[[ -e $f ]] || { echo "testsuite.sh: $f is missing; run make build" >&2; exit 1; }
+done
+
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+(cd "$tree" && /usr/bin/python3.11 -m zipfile -e "$dist/numpy.zip" . &&
+	/usr/bin/python3.11 -m zipfile -e "$dist/numpy-tests.zip" .)
+
+# pytest, hypothesis and what they import that the sandbox's standard
+# library lacks, from Debian's packages (the bundled attr, sortedcontainers,
+# more_itertools and dateutil come along, since the bundle is off).
+debs=$tree/.debs
+mkdir -p "$debs"
+(cd "$debs" && apt-get download -qq python3-pytest python3-pluggy python3-iniconfig python3-packaging \
+	python3-hypothesis python3-exceptiongroup python3-attr python3-sortedcontainers \
+	python3-more-itertools python3-dateutil python3-six 2>/dev/null)
+for d in "$debs"/*.deb; do
+	dpkg-deb -x "$d" "$debs/root"
+done
+cp -r "$debs/root/usr/lib/python3/dist-packages/." "$tree/"
+rm -rf "$debs"
+/usr/bin/python3.11 -m compileall -q -j 0 "$tree" >/dev/null
+
+# One call per submodule: numpy's runner with its "fast" label (slow tests
+# skipped, as numpy.test() does by default), -rfE listing the failures.
+# faulthandler needs a file descriptor to dup, which WASI has not; the
+# capture by file descriptor likewise.
+printf '%-12s %8s %8s %8s %8s %8s %9s\n' submodule passed failed skipped xfailed errors seconds
+for sub in "${subs[@]}"; do
+	start=$SECONDS
+	set +e
+	"$capsule" exec python --bundled-packages=false --python-path "$tree" \
+		--timeout 30m --memory 2GiB --scratch 512MiB --max-output 16MiB -c "
+import sys, numpy
+ok = numpy.$sub.test(label='fast', verbose=1, extra_argv=['-p', 'no:faulthandler', '-p', 'no:cacheprovider',
+    '--capture=sys', '-rfE', '--tb=line', '-q', '-W', 'ignore::DeprecationWarning'])
+print('numpy.$sub.test:', ok)
+" >"$out/$sub.log" 2>&1
+	set -e
+	summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$out/$sub.log" | tail -n 1 || true)
+	count() { grep -oE "[0-9]+ $1" <<<"$summary" | cut -d' ' -f1 || echo 0; }
+	printf '%-12s %8s %8s %8s %8s %8s %9s\n' "$sub" "$(count passed)" "$(count failed)" "$(count skipped)" \
+		"$(count xfailed)" "$(count error)" "$((SECONDS - start))"
+	[[ -n $summary ]] || { echo "  no pytest summary: the end of $out/$sub.log:"; tail -n 5 "$out/$sub.log" | sed 's/^/  /'; }
+done
+echo
+echo "failures (the full output of each submodule is in $out):"
+grep -hE '^(FAILED|ERROR) ' "$out"/*.log || echo "none"
