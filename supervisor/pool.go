@@ -117,8 +117,9 @@ func (pl *pool) target() int {
 	return max(pl.floor, pl.demand.Size(time.Now()))
 }
 
-// arrive records a call of the pool's language for its demand, counts it
-// in flight until leave, and wakes the loop: the target may have grown.
+// arrive records a call of the pool's language for its demand and counts
+// it in flight until leave. It does not wake the loop: the take that
+// follows does, and a wake-up per call is CPU a trivial call notices.
 func (pl *pool) arrive() {
 	n := pl.inFlight.Add(1)
 	if pl.demand != nil {
@@ -126,7 +127,6 @@ func (pl *pool) arrive() {
 		pl.demand.Called(now)
 		pl.demand.InFlight(now, int(n))
 	}
-	pl.signal()
 }
 
 // leave counts a call that arrive counted out again.
@@ -168,7 +168,11 @@ func (pl *pool) take() *process {
 // that was emptied by a burst of calls made them queue behind its refills.
 func (pl *pool) takeReady(ctx context.Context) *process {
 	pl.mu.Lock()
-	if p := pl.take(); p != nil || pl.closed || (pl.isWarm() && pl.starting <= len(pl.waiters)) {
+	p := pl.take()
+	if p == nil {
+		pl.signal() // empty: refill, to the target this call may have raised
+	}
+	if p != nil || pl.closed || (pl.isWarm() && pl.starting <= len(pl.waiters)) {
 		pl.mu.Unlock()
 		return p
 	}
