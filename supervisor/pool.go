@@ -38,6 +38,9 @@ type pool struct {
 	// inFlight counts the calls of the pool's language that took a worker
 	// from it or started their own, until they end (arrive, leave).
 	inFlight atomic.Int64
+	// start starts a worker of name (Supervisor.startProcess; the pool's
+	// tests start stand-ins).
+	start func(name snapcache.Name) (*process, error)
 
 	mu       sync.Mutex
 	ready    []*pooledWorker // oldest first
@@ -100,12 +103,13 @@ func newDemandPool(s *Supervisor, name snapcache.Name, d *demand.Meter, idle tim
 // newPool and newDemandPool to size and start.
 func emptyPool(s *Supervisor, name snapcache.Name, idle time.Duration) *pool {
 	return &pool{
-		s:    s,
-		name: name,
-		idle: idle,
-		warm: make(chan struct{}),
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
+		s:     s,
+		start: s.startProcess,
+		name:  name,
+		idle:  idle,
+		warm:  make(chan struct{}),
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
 	}
 }
 
@@ -301,7 +305,7 @@ func (pl *pool) loop() {
 // startOne starts a worker in the background. It reports false when the
 // process could not even be started.
 func (pl *pool) startOne() bool {
-	p, err := pl.s.startProcess(pl.name)
+	p, err := pl.start(pl.name)
 	if err != nil {
 		pl.s.log.Warn("pool: cannot start worker", "snapshot", pl.name.String(), "error", err)
 		pl.mu.Lock()
