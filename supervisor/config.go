@@ -82,8 +82,9 @@ type Config struct {
 	MaxQueue int
 	// CacheDir holds wazero's compilation cache. Empty disables it.
 	CacheDir string
-	// Pool is how many ready workers to keep per language; 0 disables the
-	// pool for that language.
+	// Pool is the fewest ready workers kept per language: while calls come
+	// the pool grows with them, up to MaxConcurrency (see pool). 0
+	// disables the pool for that language.
 	Pool map[string]int
 	// PoolIdle is how long a ready worker may wait before it is recycled.
 	PoolIdle time.Duration
@@ -279,8 +280,8 @@ func (c *Config) RegisterFlags(e *EnvFlags) {
 		"Python snapshot variants, comma-separated: interpreters with these bundled packages already imported, made on their first call; none for none ("+strings.Join(python.VariantNames(), ", ")+")")
 	e.Var(intValue{&c.MaxConcurrency, 1}, "max-concurrency", "CAPSULE_MAX_CONCURRENCY", "executions that run at once, by default one per CPU; more wait their turn")
 	e.Var(intValue{&c.MaxQueue, 0}, "max-queue", "CAPSULE_MAX_QUEUE", "calls that may wait for a free worker; beyond it a call is answered that the server is busy (0: no limit)")
-	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "ready Python workers kept waiting; 0 disables the pool")
-	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "ready JavaScript workers kept waiting; 0 disables the pool")
+	e.Var(poolValue{c.Pool, runtimes.Python}, "pool-python", "CAPSULE_POOL_PYTHON", "the fewest ready Python workers kept waiting; more while calls come, up to --max-concurrency; 0 disables the pool")
+	e.Var(poolValue{c.Pool, runtimes.JavaScript}, "pool-javascript", "CAPSULE_POOL_JAVASCRIPT", "the fewest ready JavaScript workers kept waiting; more while calls come, up to --max-concurrency; 0 disables the pool")
 	e.Var(intValue{&c.Isolation.UID, 1}, "worker-uid", "CAPSULE_WORKER_UID", "unprivileged uid of a worker inside its user namespace")
 	e.Var(intValue{&c.Isolation.GID, 1}, "worker-gid", "CAPSULE_WORKER_GID", "unprivileged gid of a worker inside its user namespace")
 	e.Var(intValue{&c.Isolation.HostUID, 0}, "worker-host-uid", "CAPSULE_WORKER_HOST_UID",

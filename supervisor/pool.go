@@ -3,7 +3,9 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"capsule/supervisor/demand"
@@ -16,22 +18,41 @@ import (
 // for their one request. A worker is never reused: each is taken once,
 // runs one request and exits, and the pool starts another in the
 // background.
+//
+// How many it keeps follows demand: the recent rate of calls and how many
+// are in flight (package demand), never fewer than floor (a language's
+// --pool-* flag; none for a variant's pool), never more than the meter's
+// maximum (--max-concurrency for a language). A call never waits for a
+// start that another call waits for, nor for a start when none is under
+// way: one that finds the pool empty takes over a start under way that no
+// other call waits for (it began earlier, so it is ready sooner than a new
+// one), or else starts its own worker at once (see acquireWorker). The
+// pool's refills run beside the calls, as many at once as there are free
+// execution slots (and at least floor).
 type pool struct {
-	s    *Supervisor
-	name snapcache.Name
-	size int
-	// demand, when not nil, sizes the pool instead of size (a variant's
-	// pool: see variants.go).
+	s     *Supervisor
+	name  snapcache.Name
+	floor int
+	// demand, when not nil, raises the pool's size above floor while calls
+	// come; nil for a language whose pool is off (floor 0).
 	demand *demand.Meter
 	idle   time.Duration
+	// inFlight counts the calls of the pool's language that took a worker
+	// from it or started their own, until they end (arrive, leave).
+	inFlight atomic.Int64
+	// start starts a worker of name (Supervisor.startProcess; the pool's
+	// tests start stand-ins).
+	start func(name snapcache.Name) (*process, error)
 
 	mu       sync.Mutex
 	ready    []*pooledWorker // oldest first
 	starting int
 	closed   bool
-	// changed is closed (and replaced) whenever a worker becomes ready or
-	// a start ends, to wake callers in takeWait.
-	changed chan struct{}
+	// waiters are the calls waiting in takeReady, oldest first: each is
+	// handed the next worker that gets ready, or nil when the start it
+	// waited for is not coming after all. Once the pool is warm there are
+	// never more of them than starts under way.
+	waiters []chan *process
 
 	// warm is closed once the first worker of this language got ready (or
 	// failed to): from then on the compilation cache is filled, and a call
@@ -51,11 +72,20 @@ type pooledWorker struct {
 	since time.Time
 }
 
-// newPool starts keeping size ready workers of language. With size 0 it
-// still starts one worker, to fill the compilation cache, and discards it.
-func newPool(s *Supervisor, language string, size int, idle time.Duration) *pool {
+// plainStartGuess is how long a language's worker start is taken to last
+// until one has been measured (a restore of the plain image: 10 to 30 ms
+// of CPU).
+const plainStartGuess = 30 * time.Millisecond
+
+// newPool starts keeping ready workers of language: at least floor, more
+// while calls come, up to max. With floor 0 it keeps none, and still starts
+// one worker, to fill the compilation cache, and discards it.
+func newPool(s *Supervisor, language string, floor, max int, idle time.Duration) *pool {
 	pl := emptyPool(s, snapcache.Name{Language: language}, idle)
-	pl.size = size
+	pl.floor = floor
+	if floor > 0 {
+		pl.demand = demand.New(max, idle, plainStartGuess)
+	}
 	go pl.loop()
 	return pl
 }
@@ -75,28 +105,43 @@ func newDemandPool(s *Supervisor, name snapcache.Name, d *demand.Meter, idle tim
 // newPool and newDemandPool to size and start.
 func emptyPool(s *Supervisor, name snapcache.Name, idle time.Duration) *pool {
 	return &pool{
-		s:       s,
-		name:    name,
-		idle:    idle,
-		warm:    make(chan struct{}),
-		changed: make(chan struct{}),
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		s:     s,
+		start: s.startProcess,
+		name:  name,
+		idle:  idle,
+		warm:  make(chan struct{}),
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
 	}
 }
 
 // target is how many ready workers the pool keeps now.
 func (pl *pool) target() int {
 	if pl.demand == nil {
-		return pl.size
+		return pl.floor
 	}
-	return pl.demand.Size(time.Now())
+	return max(pl.floor, pl.demand.Size(time.Now()))
 }
 
-// take returns a ready worker, or nil when none is ready.
+// arrive records a call of the pool's language for its demand and counts
+// it in flight until leave. It does not wake the loop: the take that
+// follows does, and a wake-up per call is CPU a trivial call notices.
+func (pl *pool) arrive() {
+	n := pl.inFlight.Add(1)
+	if pl.demand != nil {
+		now := time.Now()
+		pl.demand.Called(now)
+		pl.demand.InFlight(now, int(n))
+	}
+}
+
+// leave counts a call that arrive counted out again.
+func (pl *pool) leave() {
+	pl.inFlight.Add(-1)
+}
+
+// take returns a ready worker, or nil when none is ready; pl.mu is held.
 func (pl *pool) take() *process {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
 	for len(pl.ready) > 0 {
 		w := pl.ready[0]
 		pl.ready = pl.ready[1:]
@@ -118,39 +163,71 @@ func (pl *pool) take() *process {
 	return nil
 }
 
-// takeWait returns a ready worker, waiting for one while the pool is
-// warming up or starting some. It returns nil when the pool has none ready
-// and none coming, or when ctx ends.
-func (pl *pool) takeWait(ctx context.Context) *process {
-	for {
-		if p := pl.take(); p != nil {
-			return p
-		}
-		pl.mu.Lock()
-		changed := pl.changed
-		warming := true
-		select {
-		case <-pl.warm:
-			warming = false
-		default:
-		}
-		coming := (pl.starting > 0 || warming) && !pl.closed
+// takeReady returns a ready worker, or nil when none is ready and none
+// is coming for this caller, or when ctx ends. It waits for a start under
+// way only while the pool is warming up (the first worker fills the
+// compilation cache, and a worker started beside it would compile the
+// module a second time) or when there are more starts under way than
+// callers waiting for them: such a start began before the caller came,
+// so it is ready sooner than one the caller would start now. It never
+// waits for a start that another caller waits for: that is how a pool
+// that was emptied by a burst of calls made them queue behind its refills.
+func (pl *pool) takeReady(ctx context.Context) *process {
+	pl.mu.Lock()
+	p := pl.take()
+	if p == nil {
+		pl.signal() // empty: refill, to the target this call may have raised
+	}
+	if p != nil || pl.closed || (pl.isWarm() && pl.starting <= len(pl.waiters)) {
 		pl.mu.Unlock()
-		if !coming {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil
-		}
+		return p
+	}
+	handed := make(chan *process, 1)
+	pl.waiters = append(pl.waiters, handed)
+	pl.mu.Unlock()
+	select {
+	case p := <-handed:
+		return p
+	case <-ctx.Done():
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if i := slices.Index(pl.waiters, handed); i >= 0 {
+		pl.waiters = slices.Delete(pl.waiters, i, i+1)
+		return nil
+	}
+	// Handed a worker as ctx ended: it goes back to the pool.
+	switch p := <-handed; {
+	case p == nil:
+	case pl.closed:
+		go p.close()
+	default:
+		pl.ready = append([]*pooledWorker{{p: p, since: time.Now()}}, pl.ready...)
+		go pl.monitor(p)
+	}
+	return nil
+}
+
+// isWarm reports whether the pool's first worker has got ready (or
+// failed to).
+func (pl *pool) isWarm() bool {
+	select {
+	case <-pl.warm:
+		return true
+	default:
+		return false
 	}
 }
 
-// notify wakes takeWait callers; pl.mu must be held.
-func (pl *pool) notify() {
-	close(pl.changed)
-	pl.changed = make(chan struct{})
+// releaseWaiters tells the newest waiters that no worker is coming for
+// them, while there are more of them than starts under way (once warm),
+// or all of them once the pool is closed; pl.mu is held.
+func (pl *pool) releaseWaiters() {
+	for len(pl.waiters) > 0 && (pl.closed || (pl.isWarm() && len(pl.waiters) > pl.starting)) {
+		last := len(pl.waiters) - 1
+		pl.waiters[last] <- nil
+		pl.waiters = pl.waiters[:last]
+	}
 }
 
 func (pl *pool) signal() {
@@ -170,7 +247,7 @@ func (pl *pool) close() {
 	pl.closed = true
 	ready := pl.ready
 	pl.ready = nil
-	pl.notify()
+	pl.releaseWaiters()
 	pl.mu.Unlock()
 	close(pl.stop)
 	for _, w := range ready {
@@ -179,12 +256,16 @@ func (pl *pool) close() {
 }
 
 // loop keeps the pool full: it starts workers when there are fewer than
-// size ready or starting, and recycles those idle for too long.
+// its target ready or starting, as many at once as there are free
+// execution slots (at least floor, and one), ends those beyond the
+// target, and recycles those idle for too long.
 func (pl *pool) loop() {
 	backoff := time.Duration(0)
 	tick := time.NewTicker(pl.idle / 4)
 	defer tick.Stop()
-	if pl.demand == nil {
+	select {
+	case <-pl.warm: // a variant's pool: the cache is filled
+	default:
 		pl.startOne() // the first worker fills the compilation cache alone
 	}
 	for {
@@ -202,7 +283,9 @@ func (pl *pool) loop() {
 			continue // still warming up: one worker at a time
 		}
 		pl.mu.Lock()
-		need := pl.target() - len(pl.ready) - pl.starting
+		// Starts that callers wait for will not be ready workers.
+		unclaimed := pl.starting - len(pl.waiters)
+		need := min(pl.target()-len(pl.ready)-unclaimed, max(1, pl.floor, pl.s.freeSlots())-pl.starting)
 		pl.mu.Unlock()
 		for i := 0; i < need; i++ {
 			if !pl.startOne() {
@@ -224,7 +307,7 @@ func (pl *pool) loop() {
 // startOne starts a worker in the background. It reports false when the
 // process could not even be started.
 func (pl *pool) startOne() bool {
-	p, err := pl.s.startProcess(pl.name)
+	p, err := pl.start(pl.name)
 	if err != nil {
 		pl.mu.Lock()
 		closing := pl.closed
@@ -238,7 +321,7 @@ func (pl *pool) startOne() bool {
 		}
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
-		pl.notify()
+		pl.releaseWaiters()
 		pl.mu.Unlock()
 		return false
 	}
@@ -254,30 +337,46 @@ func (pl *pool) startOne() bool {
 		pl.mu.Lock()
 		pl.warmOnce.Do(func() { close(pl.warm) })
 		pl.starting--
-		keep := err == nil && !pl.closed && len(pl.ready) < pl.target()
-		if keep {
-			pl.ready = append(pl.ready, &pooledWorker{p: p, since: time.Now()})
+		handed, keep := false, false
+		if err == nil && !pl.closed {
+			if len(pl.waiters) > 0 {
+				// Sent under pl.mu, so that a waiter whose ctx ends
+				// either is still listed or has its worker.
+				pl.waiters[0] <- p
+				pl.waiters = pl.waiters[1:]
+				handed = true
+			} else if len(pl.ready) < pl.target() {
+				pl.ready = append(pl.ready, &pooledWorker{p: p, since: time.Now()})
+				keep = true
+			}
 		}
+		pl.releaseWaiters()
 		closed := pl.closed
-		pl.notify()
 		pl.mu.Unlock()
 		if err != nil && !closed {
 			pl.s.log.Warn("pool: worker did not get ready", "snapshot", pl.name.String(), "error", err,
 				"worker_stderr", p.stderr.String())
 		}
-		if !keep {
+		switch {
+		case handed:
+			pl.signal() // taken: refill
+		case keep:
+			pl.signal()
+			pl.monitor(p)
+		default:
 			p.close()
 			if err == nil {
 				pl.signal()
 			}
-			return
 		}
-		pl.signal()
-		// Replace it if it dies while waiting.
-		<-p.exited
-		pl.remove(p)
 	}()
 	return true
+}
+
+// monitor replaces p, a ready worker, if it dies while waiting.
+func (pl *pool) monitor(p *process) {
+	<-p.exited
+	pl.remove(p)
 }
 
 // remove drops p from the ready list, if it is still there, and refills.
@@ -294,11 +393,9 @@ func (pl *pool) remove(p *process) {
 }
 
 // shrink ends the oldest ready workers beyond the pool's target: a
-// variant's pool empties once its calls have stopped.
+// language's pool falls back to its floor, and a variant's empties, once
+// their calls have stopped.
 func (pl *pool) shrink() {
-	if pl.demand == nil {
-		return
-	}
 	pl.mu.Lock()
 	extra := len(pl.ready) - pl.target()
 	var old []*process

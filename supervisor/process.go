@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,9 @@ type process struct {
 	memoryBound int64
 	// cgroup is the worker's own cgroup, or nil.
 	cgroup *workerCgroup
+	// ended, when not nil, is called once the call the worker ran has
+	// ended: its pool counts the calls in flight (pool.leave).
+	ended func()
 }
 
 // startProcess starts one worker from the interpreter snapshot name (a
@@ -92,7 +96,7 @@ func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, c
 	cmd := &exec.Cmd{
 		Path:        s.executable,
 		Args:        []string{"capsule", "worker"},
-		Env:         workerEnv, // nothing of the host's environment
+		Env:         slices.Concat(workerEnv, faultEnv()), // nothing of the host's environment
 		Dir:         "/",
 		Stderr:      pipes.errW,
 		ExtraFiles:  files,

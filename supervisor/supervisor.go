@@ -155,7 +155,7 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
 		for _, l := range languages {
-			s.pools[l.name] = newPool(s, l.name, cfg.Pool[l.name], cfg.PoolIdle)
+			s.pools[l.name] = newPool(s, l.name, cfg.Pool[l.name], cfg.MaxConcurrency, cfg.PoolIdle)
 		}
 	}
 	return s, nil
@@ -235,6 +235,11 @@ func (s *Supervisor) Ready() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.draining
+}
+
+// freeSlots is how many executions could start now without waiting.
+func (s *Supervisor) freeSlots() int {
+	return cap(s.slots) - len(s.slots)
 }
 
 // begin counts a new execution, unless the supervisor is shutting down.
@@ -416,6 +421,9 @@ func (s *Supervisor) execute(ctx context.Context, req Request, timeout time.Dura
 
 // release reaps a used worker in the background.
 func (s *Supervisor) release(p *process) {
+	if p.ended != nil {
+		p.ended()
+	}
 	s.reaping.Add(1)
 	go func() {
 		defer s.reaping.Done()
@@ -425,21 +433,34 @@ func (s *Supervisor) release(p *process) {
 
 // acquireWorker returns a worker that is ready for req: one started from
 // the snapshot variant its imports ask for when there is one, else one
-// from the language's pool when one is ready, else a new one.
+// from the language's pool (ready, or a start under way that no other
+// call waits for), else a new one, started at once: the call holds an
+// execution slot, and queueing behind a refill that other calls wait for
+// too would leave that slot idle.
 func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, error) {
 	if p := s.variantWorker(ctx, req); p != nil {
 		return p, nil
 	}
-	language := req.Language
-	if pl := s.pools[language]; pl != nil {
-		// A worker the pool is already starting is nearer to ready than
-		// a new one, and a new one would compete with it for the CPU.
-		// Before the first worker has filled the compilation cache, a new
-		// one would also compile the module a second time.
-		if p := pl.takeWait(ctx); p != nil {
-			return p, nil
+	pl := s.pools[req.Language]
+	if pl == nil {
+		return s.startPlainWorker(ctx, req.Language)
+	}
+	pl.arrive()
+	p := pl.takeReady(ctx)
+	if p == nil {
+		var err error
+		if p, err = s.startPlainWorker(ctx, req.Language); err != nil {
+			pl.leave()
+			return nil, err
 		}
 	}
+	p.ended = pl.leave
+	return p, nil
+}
+
+// startPlainWorker starts a worker of language from its plain snapshot,
+// trying again when the start failed for want of a host resource.
+func (s *Supervisor) startPlainWorker(ctx context.Context, language string) (*process, error) {
 	var err error
 	for attempt := 1; ; attempt++ {
 		var p *process

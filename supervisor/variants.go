@@ -115,7 +115,7 @@ func (s *Supervisor) variantWorker(ctx context.Context, req Request) *process {
 	}
 	if v.pool != nil {
 		v.pool.signal() // its size may have grown with this call
-		if p := v.pool.takeWait(ctx); p != nil {
+		if p := v.pool.takeReady(ctx); p != nil {
 			return p
 		}
 	}

@@ -50,6 +50,20 @@ func injectFault(code string, out *ipc.Writer) {
 	os.Exit(0)
 }
 
+// startDelayEnv names a fixed delay a worker sleeps through before it says
+// it is ready (a Go duration), as if its start took that much longer
+// without using the CPU: the pool's tests see how starts overlap on any
+// machine. The server passes it on from its own environment
+// (supervisor/faults.go).
+const startDelayEnv = "CAPSULE_FAULT_START_DELAY"
+
+// delayStart sleeps for the start delay asked for, if any.
+func delayStart() {
+	if d, err := time.ParseDuration(os.Getenv(startDelayEnv)); err == nil && d > 0 {
+		time.Sleep(d)
+	}
+}
+
 // probe is the memory probe (runtimes/memprobe), compiled like the worker's
 // runtime and before the lockdown, for the "memory" fault.
 var probe runtimes.Engine

@@ -9,8 +9,8 @@ import (
 	"capsule/runtimes"
 )
 
-// prepareFaults, injectFault and probeMemory do nothing in production
-// builds; see faults.go.
+// prepareFaults, injectFault, probeMemory and delayStart do nothing in
+// production builds; see faults.go.
 func prepareFaults(context.Context, runtimes.Config) error { return nil }
 
 func injectFault(string, *ipc.Writer) {}
@@ -18,3 +18,5 @@ func injectFault(string, *ipc.Writer) {}
 func probeMemory(context.Context, string, runtimes.Streams) (runtimes.Outcome, bool) {
 	return runtimes.Outcome{}, false
 }
+
+func delayStart() {}

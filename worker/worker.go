@@ -84,6 +84,7 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
 		return err
 	}
+	delayStart()
 	if err := out.WriteJSON(ipc.TypeReady, ipc.Ready{Protocol: ipc.ProtocolVersion}); err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ type options struct {
 	warmup     int
 	pause      time.Duration
 	duration   time.Duration
+	scaleRow   time.Duration
 	reps       int
 	quick      bool
 	skipNode   bool
@@ -46,7 +47,7 @@ type options struct {
 }
 
 // phases are the parts of the bench -only can choose.
-var phases = []string{"start", "warm", "nopool", "files", "memory", "compute"}
+var phases = []string{"start", "warm", "scaling", "nopool", "files", "memory", "compute"}
 
 // hiddenFlags are defined but left out of -help.
 var hiddenFlags = map[string]bool{"cpuprofile": true}
@@ -59,6 +60,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", 3, "unmeasured calls before each latency row")
 	fs.DurationVar(&o.pause, "pause", time.Second, "pause between latency calls, as an agent leaves them while it thinks; shorter than a Python worker's start-up (about 0.35 s of CPU) empties the pool")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each throughput row keeps calls in flight")
+	fs.DurationVar(&o.scaleRow, "scale-duration", 2*time.Second, "how long each row of the scaling table keeps calls in flight")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each start-up and compute measurement (the median is reported)")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: -n 15, -duration 1.5s, -reps 1")
 	fs.BoolVar(&o.skipNode, "skip-node", false, "skip the node references (and the npm install of QuickJS-NG)")
@@ -98,12 +100,15 @@ func parseFlags(args []string) (options, error) {
 		if !set["duration"] {
 			o.duration = 1500 * time.Millisecond
 		}
+		if !set["scale-duration"] {
+			o.scaleRow = time.Second
+		}
 		if !set["reps"] {
 			o.reps = 1
 		}
 	}
-	if o.n < 1 || o.reps < 1 || o.warmup < 0 || o.duration <= 0 || o.pause < 0 {
-		return o, errors.New("-n and -reps must be at least 1, -warmup, -pause and -duration not negative")
+	if o.n < 1 || o.reps < 1 || o.warmup < 0 || o.duration <= 0 || o.scaleRow <= 0 || o.pause < 0 {
+		return o, errors.New("-n and -reps must be at least 1, -duration and -scale-duration positive, -warmup and -pause not negative")
 	}
 	return o, nil
 }
@@ -170,6 +175,7 @@ func run(o options) error {
 		{"", b.fillCache},
 		{"start", b.warmStart},
 		{"warm", b.warmPool},
+		{"scaling", b.scaling},
 		{"nopool", b.noPool},
 		{"files", b.filesOverhead},
 		{"memory", b.workerMemory},
@@ -398,6 +404,60 @@ func perCall(before, after cpuTimes, calls int) cpuTimes {
 func (b *bench) throughput(s *server, language, tool string, conc int) (throughputRow, error) {
 	logf("throughput: %s, %d in flight, %s", language, conc, b.o.duration)
 	time.Sleep(time.Second) // let the pool fill after the previous row
+	return b.inFlight(s, language, tool, conc, b.o.duration)
+}
+
+// scalingConcurrency are the scaling table's calls in flight.
+var scalingConcurrency = []int{1, 2, 4, 8, 16, 32}
+
+// scaling measures throughput, latency and CPU per call at each of
+// scalingConcurrency, for both languages, over stdio and over HTTP, with
+// the default flags (so the pools may grow to --max-concurrency, one per
+// CPU; over HTTP the one client may have all its calls in flight). Rows are short: this shows how the server scales with the calls
+// in flight on this machine's cores, not a long-run rate.
+func (b *bench) scaling() error {
+	for _, t := range []struct {
+		name  string
+		start func(bin, cacheHome string, flags ...string) (*server, error)
+		flags []string
+	}{
+		{"stdio", startServer, nil},
+		// The bench is one client with up to 32 calls in flight; over HTTP
+		// one client may have only twice --max-concurrency by default.
+		{"HTTP", startHTTPServer, []string{"--max-client-concurrency", "64"}},
+	} {
+		logf("scaling: starting a server with the default flags, over %s", t.name)
+		s, err := t.start(b.bin, b.cache, t.flags...)
+		if err != nil {
+			return err
+		}
+		for _, l := range languages {
+			if _, err := s.call(l.tool, trivialCode); err != nil {
+				s.close()
+				return err
+			}
+			for _, conc := range scalingConcurrency {
+				logf("scaling: %s over %s, %d in flight, %s", l.name, t.name, conc, b.o.scaleRow)
+				// The pool back at rest between rows, as a new burst of
+				// calls finds it.
+				time.Sleep(500 * time.Millisecond)
+				row, err := b.inFlight(s, l.name, l.tool, conc, b.o.scaleRow)
+				if err != nil {
+					s.close()
+					return err
+				}
+				b.r.scaling = append(b.r.scaling, scalingRow{transport: t.name, throughputRow: row})
+			}
+		}
+		s.close()
+	}
+	return nil
+}
+
+// inFlight keeps conc calls of trivial code in flight for d, and counts
+// the calls per second, from the first call to the last answer, and the
+// server's and its workers' CPU per call.
+func (b *bench) inFlight(s *server, language, tool string, conc int, d time.Duration) (throughputRow, error) {
 	type result struct {
 		lat []float64
 		err error
@@ -411,7 +471,7 @@ func (b *bench) throughput(s *server, language, tool string, conc int) (throughp
 	for range conc {
 		go func() {
 			var res result
-			for time.Since(start) < b.o.duration {
+			for time.Since(start) < d {
 				a, err := s.call(tool, trivialCode)
 				if err != nil {
 					res.err = err

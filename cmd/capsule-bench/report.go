@@ -79,6 +79,13 @@ type throughputRow struct {
 
 func (t throughputRow) perSecond() float64 { return float64(t.calls) / t.elapsed.Seconds() }
 
+// scalingRow is one row of the scaling table: a throughput row over one
+// transport.
+type scalingRow struct {
+	transport string
+	throughputRow
+}
+
 // startRow is one language's start-up times, in milliseconds from the
 // server's start.
 type startRow struct {
@@ -117,6 +124,7 @@ type report struct {
 	starts     []startRow
 	latency    []latencyRow
 	throughput []throughputRow
+	scaling    []scalingRow
 	files      []*filesRow
 	serverMem  memStatus
 	workerMem  []workerMemRow
@@ -157,6 +165,9 @@ func (r *report) print(w io.Writer) {
 	}
 	if len(r.throughput) > 0 {
 		r.printThroughput(p)
+	}
+	if len(r.scaling) > 0 {
+		r.printScaling(p)
 	}
 	if len(r.files) > 0 {
 		r.printFiles(p)
@@ -268,20 +279,37 @@ func (r *report) printPhases(p printer) {
 func (r *report) printThroughput(p printer) {
 	p("### Throughput")
 	p("")
-	p("Trivial code, default pools (2 ready workers per language), calls back to back for %s per row; "+
+	p("Trivial code, default pools (at least 2 ready workers per language), calls back to back for %s per row; "+
 		"calls/s counts from the first call to the last answer.", r.opts.duration)
 	p("")
-	p("| language | in flight | calls | calls/s | p50 latency | p95 latency | worker CPU/call | target | |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	p("| language | in flight | calls | calls/s | p50 latency | p95 latency | p99 latency | worker CPU/call | target | |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, t := range r.throughput {
 		target, check := "", ""
 		if t.concurrency == 2 {
 			v := targetThroughput[t.language]
 			target, check = fmt.Sprintf("≥ %.0f/s", v), verdict(t.perSecond() >= v)
 		}
-		p("| %s | %d | %d | %.1f | %s | %s | %s | %s | %s |", t.language, t.concurrency, t.calls, t.perSecond(),
-			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 95)), fmtMS(ms(t.cpu.children)),
+		p("| %s | %d | %d | %.1f | %s | %s | %s | %s | %s | %s |", t.language, t.concurrency, t.calls, t.perSecond(),
+			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 95)), fmtMS(percentile(t.latencies, 99)), fmtMS(ms(t.cpu.children)),
 			target, check)
+	}
+	p("")
+}
+
+func (r *report) printScaling(p printer) {
+	p("### Scaling with the calls in flight")
+	p("")
+	p("On %d cores (the default --max-concurrency, so also the most ready workers a pool grows to). "+
+		"Trivial code (`%s`), default flags (over HTTP, --max-client-concurrency 64 so that the bench's one client may have every call in flight), "+
+		"each row %s of calls back to back from that many callers after half a second at rest; "+
+		"CPU per call is the server's own and its workers' together.", r.machine.CPUs, trivialCode, r.opts.scaleRow)
+	p("")
+	p("| transport | language | in flight | calls | calls/s | p50 latency | p99 latency | CPU/call |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|")
+	for _, t := range r.scaling {
+		p("| %s | %s | %d | %d | %.1f | %s | %s | %s |", t.transport, t.language, t.concurrency, t.calls, t.perSecond(),
+			fmtMS(percentile(t.latencies, 50)), fmtMS(percentile(t.latencies, 99)), fmtMS(ms(t.cpu.self+t.cpu.children)))
 	}
 	p("")
 }

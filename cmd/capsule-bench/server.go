@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -53,6 +55,9 @@ type server struct {
 	// initialize answer arrived.
 	started     time.Time
 	initialized time.Time
+	// stopHTTP stops a server started with --http (closing its client
+	// does not); nil over stdio.
+	stopHTTP func()
 }
 
 // lockedBuffer collects the server's log for error messages.
@@ -145,6 +150,9 @@ func (s *server) pid() int { return s.cmd.Process.Pid }
 func (s *server) close() {
 	if s.c != nil {
 		_ = s.c.Close()
+	}
+	if s.stopHTTP != nil {
+		s.stopHTTP()
 	}
 }
 
@@ -253,4 +261,87 @@ func startedFromVariant(log, variant string) bool {
 		}
 	}
 	return false
+}
+
+// startHTTPServer starts `bin serve --http 127.0.0.1:0 flags...` with its
+// compilation cache under cacheHome, waits until it listens and says it is
+// ready, and initialises an MCP session with it over Streamable HTTP. Its
+// close stops the server too.
+func startHTTPServer(bin, cacheHome string, flags ...string) (*server, error) {
+	s := &server{stderr: &lockedBuffer{}}
+	args := append([]string{"serve", "--http", "127.0.0.1:0", "--log-level", "debug", "--log-json"}, flags...)
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Env = serverEnv(cacheHome)
+	s.cmd.Stderr = s.stderr
+	s.started = time.Now()
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s serve --http: %w", bin, err)
+	}
+	s.stopHTTP = func() {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		_ = s.cmd.Wait()
+	}
+	base, err := s.waitHTTPReady(30 * time.Second)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		s.close()
+		return nil, fmt.Errorf("starting the HTTP client: %w", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "capsule-bench", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		s.close()
+		return nil, fmt.Errorf("initialize over HTTP: %w\nserver log:\n%s", err, s.stderr.tail(4000))
+	}
+	s.initialized = time.Now()
+	return s, nil
+}
+
+// waitHTTPReady reads the address the server listens on from its JSON log
+// and waits until its /readyz answers 200; it returns the base URL.
+func (s *server) waitHTTPReady(limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	base := ""
+	for time.Now().Before(deadline) {
+		if addr := listeningAddr(s.stderr.since(0)); base == "" && addr != "" {
+			base = "http://" + addr
+		}
+		if base != "" {
+			if res, err := http.Get(base + "/readyz"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					return base, nil
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("capsule serve --http did not become ready within %s\nserver log:\n%s", limit, s.stderr.tail(4000))
+}
+
+// listeningAddr is the address in a server's JSON log line "listening",
+// or "" before it has logged one.
+func listeningAddr(log string) string {
+	for line := range strings.Lines(log) {
+		var m struct {
+			Message string `json:"@message"`
+			Addr    string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Message == "listening" && m.Addr != "" {
+			return m.Addr
+		}
+	}
+	return ""
 }

@@ -5,7 +5,10 @@
 // A Meter keeps two exponentially decaying counts of the calls: a short
 // one, whose rate with Little's law says how many workers are starting at
 // any moment (the arrival rate times how long a start takes), and a long
-// one, which says whether the pool is still in use at all.
+// one, which says whether the pool is still in use at all. It also keeps
+// the recent peak of calls in flight, decaying as the short count does:
+// calls that keep that many in flight each want a worker ready when they
+// call again, before the rate has caught up with them.
 package demand
 
 import (
@@ -28,7 +31,9 @@ type Meter struct {
 	mu          sync.Mutex
 	last        time.Time // of the last update
 	short, long float64
-	start       time.Duration // moving average of a worker's start
+	// peak is the most calls in flight lately (InFlight), decaying.
+	peak  float64
+	start time.Duration // moving average of a worker's start
 }
 
 // New returns a Meter for a pool of at most max workers that empties once
@@ -42,7 +47,9 @@ func New(max int, halfLife, startGuess time.Duration) *Meter {
 func (m *Meter) decay(now time.Time) {
 	if !m.last.IsZero() {
 		if dt := now.Sub(m.last); dt > 0 {
-			m.short *= math.Exp(-float64(dt) / float64(rateWindow))
+			fast := math.Exp(-float64(dt) / float64(rateWindow))
+			m.short *= fast
+			m.peak *= fast
 			m.long *= math.Exp2(-float64(dt) / float64(m.halfLife))
 		}
 	}
@@ -60,6 +67,14 @@ func (m *Meter) Called(now time.Time) {
 	m.long++
 }
 
+// InFlight records that n calls were in flight at now.
+func (m *Meter) InFlight(now time.Time, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.decay(now)
+	m.peak = max(m.peak, float64(n))
+}
+
 // Started records how long one worker's start took.
 func (m *Meter) Started(d time.Duration) {
 	m.mu.Lock()
@@ -71,7 +86,8 @@ func (m *Meter) Started(d time.Duration) {
 // the long count has fallen below half a call (about halfLife after the
 // last one); otherwise one, plus twice as many as the current rate of calls
 // keeps starting (the headroom keeps the pool from running dry between
-// calls that come close together), at most max.
+// calls that come close together), and at least as many as calls were in
+// flight lately (InFlight), at most max.
 func (m *Meter) Size(now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -80,6 +96,6 @@ func (m *Meter) Size(now time.Time) int {
 		return 0
 	}
 	rate := m.short / rateWindow.Seconds()
-	n := 1 + int(2*rate*m.start.Seconds())
+	n := max(1+int(2*rate*m.start.Seconds()), int(math.Round(m.peak)))
 	return min(n, m.max)
 }

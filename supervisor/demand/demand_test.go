@@ -12,9 +12,11 @@ func TestSize(t *testing.T) {
 		name  string
 		calls []time.Duration // when the calls came
 		start time.Duration   // how long starts take
-		now   time.Duration
-		max   int
-		want  int
+		// inFlight calls were in flight at the last call.
+		inFlight int
+		now      time.Duration
+		max      int
+		want     int
 	}{
 		{name: "never called", now: time.Second, max: 2, want: 0},
 		{name: "one call, just now", calls: []time.Duration{0}, start: 100 * time.Millisecond, now: time.Second, max: 2, want: 1},
@@ -27,6 +29,10 @@ func TestSize(t *testing.T) {
 		{name: "back to back, no pool", calls: every(40, 50*time.Millisecond), start: 100 * time.Millisecond, now: 2 * time.Second, max: 0, want: 0},
 		{name: "back to back, slow starts", calls: every(40, 50*time.Millisecond), start: time.Second, now: 2 * time.Second, max: 8, want: 8},
 		{name: "a burst, then quiet for a while", calls: every(40, 50*time.Millisecond), start: 100 * time.Millisecond, now: 30 * time.Second, max: 2, want: 1},
+		{name: "16 in flight", calls: every(16, 0), inFlight: 16, start: 100 * time.Millisecond, max: 32, want: 16},
+		{name: "16 in flight, capped", calls: every(16, 0), inFlight: 16, start: 100 * time.Millisecond, max: 4, want: 4},
+		{name: "16 in flight, a second ago", calls: every(16, 0), inFlight: 16, start: 10 * time.Millisecond, now: time.Second, max: 32, want: 10},
+		{name: "16 in flight, 10 s ago", calls: every(16, 0), inFlight: 16, start: 100 * time.Millisecond, now: 10 * time.Second, max: 32, want: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,6 +42,9 @@ func TestSize(t *testing.T) {
 			}
 			for _, d := range c.calls {
 				m.Called(at(d))
+			}
+			if c.inFlight > 0 {
+				m.InFlight(at(c.calls[len(c.calls)-1]), c.inFlight)
 			}
 			if got := m.Size(at(c.now)); got != c.want {
 				t.Errorf("Size = %d, want %d", got, c.want)
