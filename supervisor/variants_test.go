@@ -57,11 +57,11 @@ func TestPythonVariantsFlag(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{name: "default: all", want: []string{"sympy", "documents", "networkx"}},
+		{name: "default: all", want: []string{"sympy", "numpy", "documents", "networkx"}},
 		{name: "some", args: []string{"--python-variants", "networkx, sympy,networkx"}, want: []string{"networkx", "sympy"}},
 		{name: "none", env: map[string]string{"CAPSULE_PYTHON_VARIANTS": "none"}, want: nil},
 		{name: "empty is none", args: []string{"--python-variants="}, want: nil},
-		{name: "unknown", args: []string{"--python-variants", "numpy"}, wantErr: `unknown Python snapshot variant "numpy": the variants are sympy, documents, networkx`},
+		{name: "unknown", args: []string{"--python-variants", "pandas"}, wantErr: `unknown Python snapshot variant "pandas": the variants are sympy, numpy, documents, networkx`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

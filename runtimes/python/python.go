@@ -637,13 +637,21 @@ func (in *instance) reportOutcome(rep report, nearCap bool) runtimes.Outcome {
 }
 
 // numpyAllocation reports whether an error is numpy's for an array it
-// could not allocate (its _ArrayMemoryError, or the MemoryError that
-// numpy/patches/0006 raises for an array wasm32 cannot count): the memory
-// limit or, beyond 2 GiB, the 32-bit address space stops it, both the
-// memory limit to a call.
+// could not allocate: its _ArrayMemoryError, the MemoryError that
+// numpy/patches/0006 raises for an array of more than 2 GiB, or the
+// ValueError of a dimension of 2**31 elements or more (np.ones(10**10)),
+// which numpy keeps, as on any 32-bit machine, for it also means an index
+// that does not fit. The memory limit or the 32-bit address space stops
+// each of them, on a 64-bit machine a failed allocation: to a call, the
+// memory limit.
 func numpyAllocation(e *runtimes.ErrorInfo) bool {
-	return (e.Type == "MemoryError" || e.Type == "numpy.core._exceptions._ArrayMemoryError") &&
-		strings.HasPrefix(e.Message, "Unable to allocate ")
+	switch e.Type {
+	case "MemoryError", "numpy.core._exceptions._ArrayMemoryError":
+		return strings.HasPrefix(e.Message, "Unable to allocate ")
+	case "ValueError":
+		return e.Message == "Maximum allowed dimension exceeded"
+	}
+	return false
 }
 
 // memoryOutcome is the outcome of a guest stopped by the memory limit.

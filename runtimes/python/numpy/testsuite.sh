@@ -19,7 +19,9 @@
 #       linalg fft random polynomial ma)
 #
 # Environment: CAPSULE (the binary, default bin/capsule), OUT (a directory
-# for each submodule's full pytest output, default a temporary one).
+# for each submodule's full pytest output, default a temporary one),
+# PYTEST_ARGS (more arguments for pytest, split at spaces: -v names each
+# test as it runs).
 set -euo pipefail
 export PYTHONHASHSEED=0
 
@@ -55,27 +57,37 @@ done
 cp -r "$debs/root/usr/lib/python3/dist-packages/." "$tree/"
 rm -rf "$debs"
 /usr/bin/python3.11 -m compileall -q -j 0 "$tree" >/dev/null
+# The workers read it as their own unprivileged user.
+chmod -R a+rX "$tree"
 
-# One call per submodule: numpy's runner with its "fast" label (slow tests
-# skipped, as numpy.test() does by default), -rfE listing the failures.
-# faulthandler needs a file descriptor to dup, which WASI has not; the
-# capture by file descriptor likewise.
-printf '%-12s %8s %8s %8s %8s %8s %9s\n' submodule passed failed skipped xfailed errors seconds
+# One call per submodule, with the arguments numpy's own runner
+# (numpy/_pytesttester.py, numpy.<sub>.test()) gives pytest for its "fast"
+# label, the default: slow tests skipped, the same warning filters and
+# hypothesis profile. The runner itself is not called: it first imports
+# numpy.distutils to print the CPU, which the sandbox's numpy leaves out.
+# -rfE lists the failures. faulthandler needs a file descriptor to dup,
+# which WASI has not, and so does pytest's capture by file descriptor.
+printf '%-12s %8s %8s %8s %8s %8s %10s %9s\n' submodule passed failed skipped xfailed errors deselected seconds
 for sub in "${subs[@]}"; do
 	start=$SECONDS
 	set +e
 	"$capsule" exec python --bundled-packages=false --python-path "$tree" \
 		--timeout 30m --memory 2GiB --scratch 512MiB --max-output 16MiB -c "
-import sys, numpy
-ok = numpy.$sub.test(label='fast', verbose=1, extra_argv=['-p', 'no:faulthandler', '-p', 'no:cacheprovider',
-    '--capture=sys', '-rfE', '--tb=line', '-q', '-W', 'ignore::DeprecationWarning'])
-print('numpy.$sub.test:', ok)
+import pytest, hypothesis
+hypothesis.settings.register_profile(name='np.test() profile', deadline=None, print_blob=True,
+    database=None, derandomize=True, suppress_health_check=hypothesis.HealthCheck.all())
+pytest.main(['-l', '-q', '-W', 'ignore:Not importing directory', '-W', 'ignore:numpy.dtype size changed',
+    '-W', 'ignore:numpy.ufunc size changed', '-W', 'ignore:the matrix subclass is not',
+    '-W', 'ignore:Importing from numpy.matlib is', '-m', 'not slow',
+    '-p', 'no:faulthandler', '-p', 'no:cacheprovider', '--capture=sys', '-rfE', '--tb=line', '--continue-on-collection-errors',
+    '--pyargs', 'numpy.$sub'] + '${PYTEST_ARGS:-}'.split())
 " >"$out/$sub.log" 2>&1
 	set -e
-	summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$out/$sub.log" | tail -n 1 || true)
-	count() { grep -oE "[0-9]+ $1" <<<"$summary" | cut -d' ' -f1 || echo 0; }
-	printf '%-12s %8s %8s %8s %8s %8s %9s\n' "$sub" "$(count passed)" "$(count failed)" "$(count skipped)" \
-		"$(count xfailed)" "$(count error)" "$((SECONDS - start))"
+	summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?|skipped|deselected|xfailed).* in [0-9.]+s' "$out/$sub.log" |
+		tail -n 1 || true)
+	count() { grep -oE "[0-9]+ $1" <<<"$summary" | cut -d' ' -f1 | grep . || echo 0; }
+	printf '%-12s %8s %8s %8s %8s %8s %10s %9s\n' "$sub" "$(count passed)" "$(count failed)" "$(count skipped)" \
+		"$(count xfailed)" "$(count error)" "$(count deselected)" "$((SECONDS - start))"
 	[[ -n $summary ]] || { echo "  no pytest summary: the end of $out/$sub.log:"; tail -n 5 "$out/$sub.log" | sed 's/^/  /'; }
 done
 echo
