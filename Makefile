@@ -111,11 +111,13 @@ fuzz: assets wazero
 		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
 
-# The benchmark, then a longer soak than make test's: 2,000 mixed calls
-# under two busy loops per CPU, none of which may be lost.
+# The benchmark, whose report goes to stdout and to a dated file of its own
+# in docs/bench (BENCH_OUT), then a longer soak than make test's: 2,000
+# mixed calls under two busy loops per CPU, none of which may be lost.
 SOAK_CALLS ?= 2000
+BENCH_OUT  ?= docs/bench
 bench: build
-	$(GO) run ./cmd/capsule-bench -bin $(BIN)
+	$(GO) run ./cmd/capsule-bench -bin $(BIN) -out $(BENCH_OUT)
 	CAPSULE_SOAK_CALLS=$(SOAK_CALLS) $(GO) test ./cmd/capsule/ -run '^TestSoakUnderCPUContention$$' -count=1 -v -timeout 30m
 
 # The release binaries: one build of the tree per architecture, with the
