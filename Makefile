@@ -1,5 +1,6 @@
 # capsule: `make run` builds everything and serves MCP on stdio;
-# `make test` runs every test. See README.md.
+# `make test-fast` is the developer's tier (lint, unit tests, the core
+# end-to-end tests); `make test` runs every test, as CI does. See README.md.
 
 # Workers apply their lockdown to every thread with AllThreadsSyscall,
 # which Go refuses in a cgo binary; the seccomp allowlist also assumes a
@@ -14,7 +15,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run test wazero wazero-check fuzz bench assets python-wasm javascript-wasm compiled-images release-binaries dist image repro-check clean
+.PHONY: all build run lint test-fast test wazero wazero-check fuzz bench assets python-wasm javascript-wasm compiled-images release-binaries dist image repro-check clean
 
 all: build
 
@@ -55,9 +56,29 @@ javascript-wasm: wazero
 compiled-images: python-wasm javascript-wasm wazero
 	GO=$(GO) runtimes/compiled/write.sh
 
-test: assets wazero wazero-check
+# staticcheck from the Go module proxy at a pinned version, run with
+# `go run` so that it is no dependency of the product (go.mod stays as the
+# product needs it). runtimes/wazero/prepared-by-make is upstream wazero
+# plus our patches, a module of its own, so ./... leaves it out.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# Both tiers start with it: vet, gofmt and staticcheck over our code.
+lint: assets wazero
 	$(GO) vet ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"
+	$(GO) run $(STATICCHECK) ./...
+
+# The developer's tier: lint, then every package's tests in -short mode,
+# which runs the unit tests and the end-to-end suite of cmd/capsule but
+# leaves out the soak, the 1,000-call run and the release's tests (both
+# architectures, npm, podman, qemu), and the race detector.
+test-fast: lint
+	$(GO) test -short -count=1 -timeout 20m ./...
+
+# The full tier, which .ci/run runs: lint, the patches' own tests in the
+# prepared wazero tree, race tests of supervisor and ipc, every test, and
+# the soak on its own.
+test: assets wazero wazero-check lint
 	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
 	$(GO) test -count=1 -timeout 20m -skip '^TestSoakUnderCPUContention$$' ./...
 	# The soak keeps every CPU busy on purpose: it runs alone, so that no
@@ -90,11 +111,13 @@ fuzz: assets wazero
 		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
 
-# The benchmark, then a longer soak than make test's: 2,000 mixed calls
-# under two busy loops per CPU, none of which may be lost.
+# The benchmark, whose report goes to stdout and to a dated file of its own
+# in docs/bench (BENCH_OUT), then a longer soak than make test's: 2,000
+# mixed calls under two busy loops per CPU, none of which may be lost.
 SOAK_CALLS ?= 2000
+BENCH_OUT  ?= docs/bench
 bench: build
-	$(GO) run ./cmd/capsule-bench -bin $(BIN)
+	$(GO) run ./cmd/capsule-bench -bin $(BIN) -out $(BENCH_OUT)
 	CAPSULE_SOAK_CALLS=$(SOAK_CALLS) $(GO) test ./cmd/capsule/ -run '^TestSoakUnderCPUContention$$' -count=1 -v -timeout 30m
 
 # The release binaries: one build of the tree per architecture, with the

@@ -281,15 +281,10 @@ func (s *Supervisor) Close() {
 
 // checkHardening logs one warning naming the OS hardening layers this
 // machine cannot give workers, or refuses to start when they are required.
+// The layers are Hardening's, so that the warning, the refusal and capsule
+// doctor name the same ones.
 func checkHardening(cfg Config, log hclog.Logger) error {
-	_, iso := isolation.SysProcAttr(cfg.Isolation)
-	lock := lockdown.Probe()
-	missing := append(iso.Missing(), lock.Missing()...)
-	reasons := iso.String() + "; " + lock.String()
-	if ids := WorkerHostIDs(cfg.Isolation); !ids.Active {
-		missing = append(missing, ids.Name)
-		reasons += "; " + ids.Name + ": " + ids.Reason
-	}
+	missing, reasons := missingHardening(Hardening(cfg.Isolation))
 	if len(missing) == 0 {
 		return nil
 	}

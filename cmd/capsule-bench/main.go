@@ -9,9 +9,11 @@
 //
 // Usage:
 //
-//	go run ./cmd/capsule-bench -bin bin/capsule [-n 100] [-pause 50ms] [-quick]
+//	go run ./cmd/capsule-bench -bin bin/capsule [-n 100] [-pause 50ms] [-quick] [-out docs/bench]
 //
-// Progress goes to stderr; the report goes to stdout. Every server gets
+// Progress goes to stderr; the report goes to stdout and, with -out DIR,
+// also to DIR/results-YYYY-MM-DD-HHMM.md (UTC), a file of its own per run,
+// which is how `make bench` keeps its dated results in docs/bench. Every server gets
 // its compilation cache in a temporary XDG_CACHE_HOME, so the bench never
 // touches the user's cache, and none of the caller's CAPSULE_* variables.
 package main
@@ -43,7 +45,10 @@ type options struct {
 	skipNode   bool
 	skipPython bool
 	cpuprofile string
-	only       map[string]bool
+	// out is the directory the report is also written to, as a file of
+	// its own; "" writes it to stdout only.
+	out  string
+	only map[string]bool
 }
 
 // phases are the parts of the bench -only can choose.
@@ -67,6 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.skipPython, "skip-python", false, "skip the native Python references (Debian's python3.11 and python3)")
 	only := fs.String("only", strings.Join(phases, ","), "the phases to run, comma-separated: "+strings.Join(phases, ", "))
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the bench's own CPU profile to this file")
+	fs.StringVar(&o.out, "out", "", "also write the report to DIR/results-YYYY-MM-DD-HHMM.md (UTC; made if need be, never overwritten); make bench passes docs/bench")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: capsule-bench [flags]\n\nMeasures capsule through MCP stdio and prints Markdown tables.\n\nFlags:\n")
@@ -192,8 +198,15 @@ func run(o options) error {
 	}
 	r.loadAfter = loadAverage()
 	logf("done in %s", time.Since(began).Round(time.Second))
-	// What was measured is printed even when a phase failed.
+	// What was measured is printed, and written, even when a phase failed.
 	r.print(os.Stdout)
+	if o.out != "" {
+		path, err := r.writeResults(o.out)
+		if err != nil {
+			return errors.Join(failed, err)
+		}
+		logf("report written to %s", path)
+	}
 	return failed
 }
 

@@ -141,19 +141,6 @@ func children(pid int) []int {
 	return out
 }
 
-// waitChildren waits up to timeout for pid to have want children, and
-// returns those it has then.
-func waitChildren(pid, want int, timeout time.Duration) []int {
-	deadline := time.Now().Add(timeout)
-	for {
-		c := children(pid)
-		if len(c) >= want || time.Now().After(deadline) {
-			return c
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // machine describes where the bench ran.
 type machine struct {
 	CPUs    int

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -183,6 +187,43 @@ func (r *report) print(w io.Writer) {
 	}
 	if r.serverMem.HWM > 0 || len(r.workerMem) > 0 {
 		r.printMemory(p)
+	}
+}
+
+// resultsFile is the name of the file -out writes a report to: the run's
+// start in UTC, so that the files of a directory sort by time, with n > 1
+// added when another run of the same minute has the name already.
+func resultsFile(date time.Time, n int) string {
+	name := "results-" + date.UTC().Format("2006-01-02-1504")
+	if n > 1 {
+		name += fmt.Sprintf("-%d", n)
+	}
+	return name + ".md"
+}
+
+// writeResults writes the report as a Markdown file of its own in dir,
+// made if need be, and returns the file's path. It never overwrites a
+// file: an earlier run's results stay as they were.
+func (r *report) writeResults(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("writing the report: %w (choose another -out directory)", err)
+	}
+	for n := 1; ; n++ {
+		path := filepath.Join(dir, resultsFile(r.date, n))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && n < 100 {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("writing the report: %w (choose another -out directory)", err)
+		}
+		fmt.Fprintf(f, "# capsule-bench results, %s\n\n", r.date.UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(f, "Written by `cmd/capsule-bench -out` (`make bench`).\n\n")
+		r.print(f)
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("writing the report to %s: %w", path, err)
+		}
+		return path, nil
 	}
 }
 

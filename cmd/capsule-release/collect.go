@@ -298,6 +298,7 @@ func goParts(bi *debug.BuildInfo, tc toolchain) ([]component, error) {
 			return nil, err
 		}
 		if len(lic) == 0 {
+			//lint:ignore ST1005 "Go" is a proper noun, not a capitalised sentence.
 			return nil, fmt.Errorf("Go module %s %s has no LICENSE, COPYING or NOTICE file in %s", m.Path, m.Version, dir)
 		}
 		digest, err := h1Digest(m.Sum)

@@ -12,7 +12,6 @@ import (
 	"capsule/supervisor"
 	"capsule/supervisor/isolation"
 	"capsule/supervisor/snapcache"
-	"capsule/worker/lockdown"
 )
 
 // doctorLayer is one line of `capsule doctor`.
@@ -20,6 +19,8 @@ type doctorLayer struct {
 	Name   string `json:"-"`
 	Active bool   `json:"active"`
 	Reason string `json:"reason"`
+	// Needs says what the host must allow, for a hardening layer.
+	Needs string `json:"needs,omitempty"`
 	// Hardening layers make --require-hardening fail; runtimes always do;
 	// informational lines never do.
 	hardening bool
@@ -81,44 +82,22 @@ func doctor(args []string) int {
 		if !l.Active {
 			state = "unavailable"
 		}
-		fmt.Printf("%-16s %-12s %s\n", l.Name, state, l.Reason)
+		reason := l.Reason
+		if !l.Active && l.Needs != "" {
+			reason += "; needs " + l.Needs
+		}
+		fmt.Printf("%-16s %-12s %s\n", l.Name, state, reason)
 	}
 	return status
 }
 
-// hardeningLayers reports the OS layers a worker would get on this machine.
+// hardeningLayers reports the OS layers a worker would get on this machine:
+// supervisor.Hardening's, the same that --require-hardening requires.
 func hardeningLayers(opts isolation.Options) []doctorLayer {
 	var out []doctorLayer
-	lock := lockdown.Probe()
-	for _, name := range []string{lockdown.LayerSeccomp, lockdown.LayerLandlock, lockdown.LayerNoNewPrivs} {
-		l, _ := lock.Layer(name)
-		out = append(out, doctorLayer{Name: name, Active: l.Active, Reason: l.Reason, hardening: true})
+	for _, h := range supervisor.Hardening(opts) {
+		out = append(out, doctorLayer{Name: h.Name, Active: h.Active, Reason: h.Reason, Needs: h.Needs, hardening: true})
 	}
-	_, iso := isolation.SysProcAttr(opts)
-	ns := doctorLayer{Name: "namespaces", Active: true, hardening: true}
-	var reasons []string
-	for _, l := range iso.Layers {
-		if !l.Active {
-			ns.Active = false
-		}
-		if strings.HasSuffix(l.Name, "_ns") {
-			state := "active"
-			if !l.Active {
-				state = "unavailable: " + l.Reason
-			}
-			reasons = append(reasons, fmt.Sprintf("%s %s", strings.TrimSuffix(l.Name, "_ns"), state))
-		} else if !l.Active {
-			reasons = append(reasons, fmt.Sprintf("%s unavailable: %s", l.Name, l.Reason))
-		}
-	}
-	ns.Reason = strings.Join(reasons, ", ")
-	out = append(out, ns)
-	ids := supervisor.WorkerHostIDs(opts)
-	out = append(out, doctorLayer{Name: ids.Name, Active: ids.Active, Reason: ids.Reason, hardening: true})
-	l, _ := lock.Layer(lockdown.LayerRlimits)
-	out = append(out, doctorLayer{Name: lockdown.LayerRlimits, Active: l.Active, Reason: l.Reason + fmt.Sprintf(
-		"; memory backstops: DATA at the memory limit + scratch (Python) + %s, worker RSS watchdog at the limit + scratch (Python) + %s",
-		supervisor.Size(runtimes.WorkerDataOverhead), supervisor.Size(runtimes.WorkerRSSOverhead)), hardening: true})
 	return out
 }
 

@@ -130,7 +130,11 @@ func TestLogNotifications(t *testing.T) {
 	})
 	t.Run("go-stdio", func(t *testing.T) {
 		var mu sync.Mutex
+		// MCP logging is what this test is about; the SDK deprecates it for
+		// protocol version 2026-07-28, which capsule serves too.
+		//lint:ignore SA1019 the test is of MCP logging itself.
 		var got []*gosdk.LoggingMessageParams
+		//lint:ignore SA1019 the test is of MCP logging itself.
 		cs := goSDKStdio(t, &gosdk.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *gosdk.LoggingMessageRequest) {
 			mu.Lock()
 			got = append(got, r.Params)
@@ -138,6 +142,7 @@ func TestLogNotifications(t *testing.T) {
 		}})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		//lint:ignore SA1019 the test is of MCP logging itself.
 		if err := cs.SetLoggingLevel(ctx, &gosdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatal(err)
 		}

@@ -142,9 +142,6 @@ func (o sdkOutcome) text() string {
 	return strings.Join(parts, "\n")
 }
 
-// sdkClients names the clients callEverywhere uses.
-var sdkClients = []string{"ts/stdio", "ts/http", "go/stdio", "go/http"}
-
 // callEverywhere makes calls through the TypeScript and the Go SDK, each
 // over stdio and over HTTP, against servers started with flags, and
 // returns each client's outcomes, in order, by client name.

@@ -475,12 +475,11 @@ func testMemory(t *testing.T) api.Memory {
 }
 
 type sub struct {
-	userdata  uint64
-	typ       byte
-	clockID   uint32 // or fd
-	timeout   uint64
-	flags     uint16
-	wantErrno uint16
+	userdata uint64
+	typ      byte
+	clockID  uint32 // or fd
+	timeout  uint64
+	flags    uint16
 }
 
 func writeSubs(mem api.Memory, at uint32, subs []sub) {

@@ -366,7 +366,6 @@ func TestPlantedLinksNotFollowed(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var planted []string
 	for _, img := range h.files(t, "*.img") {
 		os.Remove(img)
 		for _, name := range []string{img, img + macSuffix, img + ".sha256.tmp", img + macSuffix + ".tmp", img + ".sha256"} {
@@ -374,7 +373,6 @@ func TestPlantedLinksNotFollowed(t *testing.T) {
 			if err := os.Symlink(victim, name); err != nil {
 				t.Fatal(err)
 			}
-			planted = append(planted, name)
 		}
 	}
 	h.get(t)
@@ -621,7 +619,7 @@ func TestFailedEntryRetried(t *testing.T) {
 	time.Sleep(backoff + 10*time.Millisecond)
 	getWithin(t, c, python)
 	waitFor(t, func() bool { st := state(); return st.Failures == 2 && !st.Making })
-	if st := state(); st.RetryAt.Sub(time.Now()) <= backoff {
+	if st := state(); time.Until(st.RetryAt) <= backoff {
 		t.Errorf("after two failures the next attempt is due in %v, want about %v", time.Until(st.RetryAt), 2*backoff)
 	}
 	// The worker works again: the next attempt after the backoff makes it.

@@ -115,13 +115,3 @@ func (r Report) String() string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// unavailableReport is the report of a platform where no layer exists.
-func unavailableReport(reason string) Report {
-	names := []string{LayerRlimits, LayerNoNewPrivs, LayerLandlock, LayerSeccomp}
-	r := Report{Layers: make([]Layer, len(names))}
-	for i, n := range names {
-		r.Layers[i] = Layer{Name: n, Reason: reason}
-	}
-	return r
-}

@@ -226,6 +226,7 @@ func helperMain(v string) int {
 		}
 		for i := 0; i < 2; i++ {
 			go func() {
+				//lint:ignore SA5002 the loop spins on purpose, to reach RLIMIT_CPU.
 				for {
 				}
 			}()

@@ -16,3 +16,13 @@ func Apply(opts Options) (Report, error) {
 
 // Probe reports every layer unavailable outside Linux.
 func Probe() Report { return unavailableReport("not Linux") }
+
+// unavailableReport is the report of a platform where no layer exists.
+func unavailableReport(reason string) Report {
+	names := []string{LayerRlimits, LayerNoNewPrivs, LayerLandlock, LayerSeccomp}
+	r := Report{Layers: make([]Layer, len(names))}
+	for i, n := range names {
+		r.Layers[i] = Layer{Name: n, Reason: reason}
+	}
+	return r
+}
