@@ -52,7 +52,7 @@ type options struct {
 }
 
 // phases are the parts of the bench -only can choose.
-var phases = []string{"start", "warm", "scaling", "nopool", "files", "memory", "compute"}
+var phases = []string{"start", "warm", "scaling", "nopool", "files", "memory", "compute", "numpy"}
 
 // hiddenFlags are defined but left out of -help.
 var hiddenFlags = map[string]bool{"cpuprofile": true}
@@ -186,6 +186,7 @@ func run(o options) error {
 		{"files", b.filesOverhead},
 		{"memory", b.workerMemory},
 		{"compute", b.compute},
+		{"numpy", b.numpy},
 	}
 	var failed error
 	for _, st := range steps {
@@ -763,9 +764,6 @@ func (b *bench) compute() error {
 			return err
 		}
 		r.computePy = append(r.computePy, row)
-	}
-	if err := b.numpyCompute(s); err != nil {
-		return err
 	}
 
 	haveNode := false

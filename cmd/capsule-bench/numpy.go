@@ -72,9 +72,21 @@ func ensureDebianNumpy() string {
 	return ""
 }
 
-// numpyCompute runs the numpy snippets under capsule and, in turn within
-// each repetition, under Debian's python3.11 with Debian's numpy.
-func (b *bench) numpyCompute(s *server) error {
+// numpy runs the numpy snippets under capsule, on a server with the
+// default pools, and, in turn within each repetition, under Debian's
+// python3.11 with Debian's numpy.
+func (b *bench) numpy() error {
+	logf("numpy: starting a server with the default pools")
+	s, err := startServer(b.bin, b.cache)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	// The first numpy call asks for the numpy variant; the rows time the
+	// work inside the call, whichever snapshot it starts from.
+	if _, err := s.call(toolPython, numpyPython); err != nil {
+		return err
+	}
 	r := b.r
 	if b.o.skipPython {
 		r.numpyNote = "skipped (-skip-python)"
