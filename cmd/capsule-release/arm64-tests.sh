@@ -7,7 +7,10 @@
 #     every load and store kind at and past the end of memory, against the
 #     same module with bounds checks; internal/guardpage);
 #   - runtimes/memprobe: the differential fuzz target FuzzGuardPages over its
-#     seeds and saved corpus, and the programs that must trap;
+#     seeds and saved corpus, and the programs that must trap (not fuzzing
+#     proper: qemu-user keeps host memory for each 8 GiB reservation a
+#     program maps, so a fuzzing run exhausts the machine's memory after a
+#     few hundred programs; docs/arm64.md);
 #   - runtimes/compiled: the embedded arm64 images are those recorded,
 #     compiled for arm64's baseline and guard pages;
 #   - cmd/capsule's TestOutOfBoundsAccessesTrap: out-of-bounds accesses
