@@ -15,7 +15,7 @@ FUZZTIME ?= 30s
 # the assets are built, hence "=" rather than ":=").
 RACE_CC   = $(shell command -v gcc || command -v clang || echo cc)
 
-.PHONY: all build run lint test-fast test wazero wazero-check fuzz bench assets python-wasm javascript-wasm compiled-images release-binaries dist image repro-check clean
+.PHONY: all build run lint test-fast test wazero wazero-check fuzz bench assets python-wasm javascript-wasm compiled-images compiled-images-release test-arm64 release-binaries dist image repro-check clean
 
 all: build
 
@@ -51,10 +51,16 @@ python-wasm: wazero
 javascript-wasm: wazero
 	runtimes/javascript/fetch.sh
 
-# The runtimes' modules compiled at build time, which linux/amd64 binaries
-# embed so that a first start need not compile them (runtimes/compiled).
+# The runtimes' modules compiled at build time, which linux/amd64 and
+# linux/arm64 binaries embed so that a first start need not compile them
+# (runtimes/compiled): this machine's architecture for bin/capsule; every
+# release architecture for the release binaries and the tests that build
+# them, another architecture's written under qemu-user (write.sh).
 compiled-images: python-wasm javascript-wasm wazero
 	GO=$(GO) runtimes/compiled/write.sh
+
+compiled-images-release: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/compiled/write.sh $(RELEASE_ARCHS)
 
 # staticcheck from the Go module proxy at a pinned version, run with
 # `go run` so that it is no dependency of the product (go.mod stays as the
@@ -77,13 +83,21 @@ test-fast: lint
 
 # The full tier, which .ci/run runs: lint, the patches' own tests in the
 # prepared wazero tree, race tests of supervisor and ipc, every test, and
-# the soak on its own.
-test: assets wazero wazero-check lint
+# the soak on its own, then the arm64 guard-page tests under qemu-user.
+test: assets compiled-images-release wazero wazero-check lint
 	CGO_ENABLED=1 CC=$(RACE_CC) $(GO) test -race -count=1 ./supervisor/... ./ipc/...
 	$(GO) test -count=1 -timeout 20m -skip '^TestSoakUnderCPUContention$$' ./...
 	# The soak keeps every CPU busy on purpose: it runs alone, so that no
 	# other test with a deadline runs starved beside it.
 	$(GO) test -count=1 -timeout 10m -run '^TestSoakUnderCPUContention$$' ./cmd/capsule/
+	GO=$(GO) cmd/capsule-release/arm64-tests.sh
+
+# On an amd64 machine, the guard-page tests built for linux/arm64 and run
+# under qemu-user: wazero's patch tests, the memory probe's differential fuzz
+# corpus, the embedded arm64 images, and the out-of-bounds end-to-end test
+# through an arm64 worker (cmd/capsule-release/arm64-tests.sh).
+test-arm64: compiled-images-release wazero
+	GO=$(GO) cmd/capsule-release/arm64-tests.sh
 
 # wazero is the Go module proxy's release plus the patches in
 # runtimes/wazero/patches, prepared in runtimes/wazero/prepared-by-make (where
@@ -126,7 +140,7 @@ bench: build
 RELEASE_ARCHS := amd64 arm64
 RELEASE_BINS  := $(foreach a,$(RELEASE_ARCHS),bin/linux-$(a)/capsule)
 
-release-binaries: assets wazero
+release-binaries: assets compiled-images-release wazero
 	@set -e; for a in $(RELEASE_ARCHS); do \
 		echo "GOARCH=$$a $(GO) build -o bin/linux-$$a/capsule ./cmd/capsule"; \
 		GOARCH=$$a $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o bin/linux-$$a/capsule ./cmd/capsule; \

@@ -94,8 +94,8 @@ type Config struct {
 
 // GuardPages reports whether guest memories are guard-page reservations and
 // modules are compiled without bounds checks for them (guestmem.GuardPages):
-// where the platform has wazero's fault handler (linux/amd64) and 8 GiB of
-// address space can be reserved. The same in every process of one host and
+// where the platform has wazero's fault handler (linux/amd64 and
+// linux/arm64) and 8 GiB of address space can be reserved. The same in every process of one host and
 // binary, and part of the key of anything compiled.
 func GuardPages() bool { return guestmem.GuardPages() }
 

@@ -188,6 +188,9 @@ func checkAssets() doctorLayer {
 	}
 	l.Active = true
 	l.Reason = fmt.Sprintf("%d embedded files match the SHA-256 their build recorded (%s)", len(names), strings.Join(names, ", "))
+	if targets := compiled.Targets(); len(targets) > 0 {
+		l.Reason += "; compiled for: " + strings.Join(targets, "; ")
+	}
 	return l
 }
 

@@ -2,14 +2,14 @@ package compiled
 
 import _ "embed"
 
-// The image files are made by make (runtimes/compiled/write) and never
+// The image files are made by make (runtimes/compiled/write.sh) and never
 // committed.
 var (
-	//go:embed dist/python.image
+	//go:embed dist/linux-amd64/python.image
 	pythonImage []byte
-	//go:embed dist/javascript.image
+	//go:embed dist/linux-amd64/javascript.image
 	javascriptImage []byte
-	//go:embed dist/ASSETS
+	//go:embed dist/linux-amd64/ASSETS
 	assets []byte
 )
 

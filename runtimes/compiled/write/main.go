@@ -5,10 +5,11 @@
 // The modules are compiled for wazero's baseline CPU features
 // (experimental.WithBaselineCPUFeatures), not this machine's, so every
 // build writes the same bytes and every CPU with those features can load
-// them. Only linux/amd64 has images: elsewhere the images are not written
-// and the binary compiles its modules at first start.
+// them. linux/amd64 and linux/arm64 have images, each written by this tool
+// built for that GOARCH (write.sh runs the other architecture's under
+// qemu-user); elsewhere the binary compiles its modules at first start.
 //
-// Usage: go run ./runtimes/compiled/write -out runtimes/compiled/dist
+// Usage: go run ./runtimes/compiled/write -out runtimes/compiled/dist/linux-amd64
 package main
 
 import (
@@ -52,12 +53,13 @@ var compilers = []struct {
 }
 
 func run(out string) error {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		return fmt.Errorf("images are written on linux/amd64 only, this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
+		return fmt.Errorf("images are written for linux/amd64 and linux/arm64 only, this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	// Workers compile for guard-page memories wherever they can; an image
-	// compiled otherwise would be refused by every one of them.
-	if !runtimes.GuardPages() {
+	// Workers compile for guard-page memories wherever wazero supports
+	// them; an image compiled otherwise would be refused by every one of
+	// them.
+	if experimental.MemoryGuardPagesSupported && !runtimes.GuardPages() {
 		return fmt.Errorf("guard-page memories are not available here (is the address space limited? ulimit -v): the images would not match what workers compile")
 	}
 	var assets bytes.Buffer
