@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -46,18 +45,7 @@ func TestNumpy(t *testing.T) {
 	}
 
 	t.Run("numpy's global generator draws anew in every call", func(t *testing.T) {
-		var draws []string
-		for i := range 2 {
-			code := fmt.Sprintf("import numpy as np\nnp.random.rand(3)  # %d", i)
-			_, st := s.call(t, "execute_python", code)
-			if v := loggedVariant(t, s, code); v != "numpy" || st.Error != nil {
-				t.Fatalf("draw %d: variant %q, error %+v", i, v, st.Error)
-			}
-			draws = append(draws, string(st.Result))
-		}
-		if draws[0] == draws[1] {
-			t.Errorf("two calls from the numpy variant drew the same numbers %s", draws[0])
-		}
+		drawsAnew(t, s, "numpy", "import numpy as np\nnp.random.rand(3)")
 	})
 
 	t.Run("np.save and np.load through a file in /tmp", func(t *testing.T) {

@@ -62,6 +62,25 @@ func awaitVariant(t *testing.T, s *testServer, variant, code, want string) {
 	}
 }
 
+// drawsAnew makes two calls of draw (made distinct by a comment), which must
+// start from variant and draw other random numbers in the second call:
+// what a variant's snapshot imported is seeded anew in every call.
+func drawsAnew(t *testing.T, s *testServer, variant, draw string) {
+	t.Helper()
+	var draws []string
+	for i := range 2 {
+		code := fmt.Sprintf("%s  # %d", draw, i)
+		_, st := s.call(t, "execute_python", code)
+		if v := loggedVariant(t, s, code); v != variant || st.Error != nil {
+			t.Fatalf("draw %d: variant %q, error %+v", i, v, st.Error)
+		}
+		draws = append(draws, string(st.Result))
+	}
+	if draws[0] == draws[1] {
+		t.Errorf("two calls from the %s variant drew the same numbers %s", variant, draws[0])
+	}
+}
+
 // TestSnapshotVariants: calls that import sympy or networkx start from
 // their variants once these are made, others from the plain snapshot; a
 // wrong guess answers the same; calls from one variant do not share random
@@ -102,19 +121,7 @@ func TestSnapshotVariants(t *testing.T) {
 			}
 		})
 	}
-	const draw = "from sympy.core.random import rng\nimport random\n[rng.random(), random.random()]"
-	var draws []string
-	for i := range 2 {
-		code := fmt.Sprintf("%s  # %d", draw, i)
-		_, st := s.call(t, "execute_python", code)
-		if v := loggedVariant(t, s, code); v != "sympy" || st.Error != nil {
-			t.Fatalf("draw %d: variant %q, error %+v", i, v, st.Error)
-		}
-		draws = append(draws, string(st.Result))
-	}
-	if draws[0] == draws[1] {
-		t.Errorf("two calls from the sympy variant drew the same numbers %s", draws[0])
-	}
+	drawsAnew(t, s, "sympy", "from sympy.core.random import rng\nimport random\n[rng.random(), random.random()]")
 	s.c.Close()
 	s.cmd.Wait()
 
