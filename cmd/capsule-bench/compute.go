@@ -283,20 +283,31 @@ const debianPython = "/usr/bin/python3.11"
 // as root (the Python build installs it too); otherwise it returns why
 // the reference is skipped.
 func ensureDebianPython() string {
-	if _, err := os.Stat(debianPython); err == nil {
+	return ensureDebianPackage("python3.11", debianPython+" is missing", func() bool {
+		_, err := os.Stat(debianPython)
+		return err == nil
+	})
+}
+
+// ensureDebianPackage returns "" when present reports true, installing
+// Debian's package pkg first when it does not and the bench runs as root;
+// otherwise it returns why the reference that needs it is skipped. missing
+// says what present found lacking.
+func ensureDebianPackage(pkg, missing string, present func() bool) string {
+	if present() {
 		return ""
 	}
 	if os.Geteuid() != 0 {
-		return "skipped: no " + debianPython + "; install it with apt-get install python3.11"
+		return "skipped: " + missing + "; install it with apt-get install " + pkg
 	}
-	logf("compute: apt-get install python3.11 (the native reference)")
-	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "python3.11")
+	logf("apt-get install %s (a native reference)", pkg)
+	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", pkg)
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Sprintf("skipped: apt-get install python3.11: %v: %s", err, lastLine(out))
+		return fmt.Sprintf("skipped: apt-get install %s: %v: %s", pkg, err, lastLine(out))
 	}
-	if _, err := os.Stat(debianPython); err != nil {
-		return "skipped: python3.11 installed but " + debianPython + " is missing"
+	if !present() {
+		return "skipped: " + pkg + " installed, but " + missing
 	}
 	return ""
 }

@@ -694,18 +694,11 @@ func (b *bench) oneWorker(language, tool string, flags []string) (workerMemRow, 
 }
 
 // pythonComputeRow runs a Python snippet under capsule and under the
-// reference interpreters that are present, in turn within each
+// reference interpreters in refs (name: command), in turn within each
 // repetition, so that a change in the machine's speed during the run
 // (other work on a shared machine) reaches both sides of a ratio alike.
-func (b *bench) pythonComputeRow(s *server, sn snippet) (computeRow, error) {
+func (b *bench) pythonComputeRow(s *server, sn snippet, refs map[string]string) (computeRow, error) {
 	row := computeRow{snippet: sn, reference: map[string]float64{}}
-	refs := map[string]string{}
-	if b.r.debianPythonVersion != "" {
-		refs[refDebianPython] = debianPython
-	}
-	if b.r.pythonVersion != "" {
-		refs[refPython] = "python3"
-	}
 	var inner, call []float64
 	times := map[string][]float64{}
 	for range b.o.reps {
@@ -757,9 +750,17 @@ func (b *bench) compute() error {
 	} else {
 		r.pythonVersion = commandVersion("python3")
 	}
+	// The references present, by name: each runs the snippets too.
+	refs := map[string]string{}
+	if r.debianPythonVersion != "" {
+		refs[refDebianPython] = debianPython
+	}
+	if r.pythonVersion != "" {
+		refs[refPython] = "python3"
+	}
 	for _, sn := range pythonSnippets {
 		logf("compute: Python %s", sn.name)
-		row, err := b.pythonComputeRow(s, sn)
+		row, err := b.pythonComputeRow(s, sn, refs)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 )
 
@@ -49,27 +48,13 @@ elapsed_ms = (time.process_time() - t0) * 1000
 elapsed_ms`}, 0},
 }
 
-// debianNumpy is the module the native reference imports: Debian's
-// python3-numpy, for debianPython.
-const debianNumpyPackage = "python3-numpy"
-
 // ensureDebianNumpy returns "" when debianPython imports numpy, installing
 // Debian's python3-numpy first when it is missing and the bench runs as
 // root; otherwise it returns why the reference is skipped.
 func ensureDebianNumpy() string {
-	if exec.Command(debianPython, "-c", "import numpy").Run() == nil {
-		return ""
-	}
-	if os.Geteuid() != 0 {
-		return "skipped: " + debianPython + " has no numpy; install it with apt-get install " + debianNumpyPackage
-	}
-	logf("numpy: apt-get install %s (the native reference)", debianNumpyPackage)
-	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", debianNumpyPackage)
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Sprintf("skipped: apt-get install %s: %v: %s", debianNumpyPackage, err, lastLine(out))
-	}
-	return ""
+	return ensureDebianPackage("python3-numpy", debianPython+" has no numpy", func() bool {
+		return exec.Command(debianPython, "-c", "import numpy").Run() == nil
+	})
 }
 
 // numpy runs the numpy snippets under capsule, on a server with the
@@ -97,27 +82,15 @@ func (b *bench) numpy() error {
 		}
 		r.numpyVersion = lastLine(out)
 	}
+	refs := map[string]string{}
+	if r.numpyVersion != "" {
+		refs[refDebianPython] = debianPython
+	}
 	for _, ns := range numpySnippets {
 		logf("compute: numpy %s", ns.name)
-		row := computeRow{snippet: ns.snippet, reference: map[string]float64{}}
-		var inner, call, native []float64
-		for range b.o.reps {
-			in, c, err := runCapsuleSnippet(s, ns.snippet, 1)
-			if err != nil {
-				return err
-			}
-			inner, call = append(inner, in), append(call, c)
-			if r.numpyVersion != "" {
-				v, err := runRef(1, debianPython, "-c", ns.code+"\nprint(elapsed_ms)")
-				if err != nil {
-					return err
-				}
-				native = append(native, v)
-			}
-		}
-		row.capsule, row.call = median(inner), median(call)
-		if len(native) > 0 {
-			row.reference[refDebianPython] = median(native)
+		row, err := b.pythonComputeRow(s, ns.snippet, refs)
+		if err != nil {
+			return err
 		}
 		r.computeNumpy = append(r.computeNumpy, numpyRow{row, ns.target})
 	}

@@ -44,9 +44,11 @@ sys.argv[:] = [""]
 # (numpy.core._multiarray_umath), but CPython's BuiltinImporter finds only
 # top-level names, so this finder, first on the meta path, finds the rest.
 class _DottedBuiltinFinder:
+    _names = frozenset(n for n in sys.builtin_module_names if "." in n)
+
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if "." in name and name in sys.builtin_module_names:
+        if name in _DottedBuiltinFinder._names:
             import _frozen_importlib
             return _frozen_importlib.ModuleSpec(name, _frozen_importlib.BuiltinImporter, origin="built-in")
         return None
