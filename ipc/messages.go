@@ -43,10 +43,10 @@ type Setup struct {
 	// BundledPackages makes the Python runtime's bundled packages
 	// importable.
 	BundledPackages bool `json:"bundled_packages,omitempty"`
-	// Variant names the snapshot variant a ModeSnapshot worker makes (the
-	// interpreter with more modules imported); empty for the plain
-	// interpreter. A ModeRun worker needs no name: SnapshotKey says
-	// which image it starts from.
+	// Variant names the snapshot variant (the interpreter with more
+	// modules imported) a ModeSnapshot worker makes, or a ModeRun worker
+	// starts from; empty for the plain interpreter. A variant may run a
+	// module of its own (numpy's), which the worker must load.
 	Variant string `json:"variant,omitempty"`
 }
 
@@ -176,8 +176,8 @@ func (s *Setup) Validate() error {
 	if s.Mode == ModeSnapshot && s.SnapshotKey == "" {
 		return fmt.Errorf("ipc: setup asks for a snapshot without a key")
 	}
-	if s.Variant != "" && (s.Mode != ModeSnapshot || !isName(s.Variant)) {
-		return fmt.Errorf("ipc: setup names variant %q: only a snapshot worker makes one, and its name is lowercase letters and _", s.Variant)
+	if s.Variant != "" && !isName(s.Variant) {
+		return fmt.Errorf("ipc: setup names variant %q: a variant's name is lowercase letters and _", s.Variant)
 	}
 	return nil
 }

@@ -7,7 +7,10 @@ import (
 	"os"
 	"strings"
 
+	"capsule/runtimes"
 	"capsule/runtimes/compiled"
+	"capsule/runtimes/python"
+	"capsule/supervisor/snapcache"
 )
 
 // compileAtStartEnv, set in the server's environment, makes it give its
@@ -15,14 +18,24 @@ import (
 // on a platform whose binary has none. Only tests use it.
 const compileAtStartEnv = "CAPSULE_TEST_COMPILE_AT_START"
 
-// giveCompiledImage writes the compiled image of language that the binary
+// moduleName names the module name's snapshot runs, as the binary's
+// compiled images are named: the language's, or a variant's own
+// (python.ModuleName).
+func moduleName(name snapcache.Name) string {
+	if name.Language == runtimes.Python {
+		return python.ModuleName(name.Variant)
+	}
+	return name.Language
+}
+
+// giveCompiledImage writes the compiled image of module that the binary
 // embeds (runtimes/compiled) into code, a snapshot worker's empty
 // compiled-image memfd, for the worker to load the module from, and
 // returns it; nil when the binary has none. The image is part of the
 // binary, so it is trusted as the binary is; the worker falls back to
 // compiling when wazero refuses it on this CPU.
-func giveCompiledImage(language string, code *os.File) ([]byte, error) {
-	image := compiled.Image(language)
+func giveCompiledImage(module string, code *os.File) ([]byte, error) {
+	image := compiled.Image(module)
 	if image == nil || os.Getenv(compileAtStartEnv) != "" {
 		return nil, nil
 	}
@@ -39,12 +52,16 @@ const (
 	codeCompiled = "compiled"
 )
 
-// logCodeSource says where language's plain snapshot worker took the
-// module's code from: the image it was given, if code still holds it, or a
-// compilation for this CPU; workerStderr has the worker's reason for
-// refusing an image. (A variant's worker takes the plain snapshot's.)
-func (s *Supervisor) logCodeSource(language string, code *os.File, given []byte, workerStderr string) {
-	args := []any{"language", language}
+// logCodeSource says where a snapshot worker that made its compiled image
+// (a plain one, or a variant's with its own module) took the module's code
+// from: the image it was given, if code still holds it, or a compilation
+// for this CPU; workerStderr has the worker's reason for refusing an
+// image. (Any other variant's worker takes the plain snapshot's.)
+func (s *Supervisor) logCodeSource(name snapcache.Name, code *os.File, given []byte, workerStderr string) {
+	args := []any{"language", name.Language}
+	if name.Variant != "" {
+		args = append(args, "module", moduleName(name))
+	}
 	same, err := holds(code, given)
 	switch {
 	case err != nil:

@@ -66,7 +66,7 @@ type process struct {
 func (s *Supervisor) startProcess(name snapcache.Name) (*process, error) {
 	snap := s.snapshots.Get(name)
 	if snap == nil {
-		return s.spawnWorker(snapcache.Name{Language: name.Language}, ipc.ModeRun, "", nil, nil)
+		return s.spawnWorker(name, ipc.ModeRun, "", nil, nil)
 	}
 	return s.spawnWorker(name, ipc.ModeRun, snap.Key, snap.Image, snap.Code)
 }
@@ -91,7 +91,14 @@ func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, c
 		files[ipc.SnapshotFD-3] = image
 		files[ipc.ImageFD-3] = code
 	} else {
-		key, name.Variant = "", ""
+		// A cold start. A variant's interpreter would import its packages
+		// at every start; its calls start from the plain interpreter
+		// instead, unless the variant runs a module of its own, whose
+		// packages import nowhere else.
+		key = ""
+		if !ownModule(name) {
+			name.Variant = ""
+		}
 	}
 	cmd := &exec.Cmd{
 		Path:        s.executable,
@@ -208,9 +215,7 @@ func (s *Supervisor) setupFor(name snapcache.Name, mode, key, cacheDir string) i
 		MaxFilesOut:      int64(s.cfg.Limits.MaxFilesOut),
 		MaxFilesOutCount: s.cfg.Limits.MaxFilesOutCount,
 		BundledPackages:  s.cfg.BundledPackages,
-	}
-	if mode == ipc.ModeSnapshot {
-		setup.Variant = name.Variant
+		Variant:          name.Variant,
 	}
 	return setup
 }

@@ -20,13 +20,14 @@ import (
 func (s *Supervisor) openCache() error {
 	var err error
 	s.snapshots, err = snapcache.Open(snapcache.Options{
-		Dir:      s.cfg.CacheDir,
-		Root:     userCacheRoot(),
-		Key:      s.snapshotKey,
-		MaxBytes: int64(s.cfg.Limits.Memory) + maxImageOverhead,
-		Make:     s.makeSnapshot,
-		Stopped:  s.stopped,
-		Log:      s.log,
+		Dir:       s.cfg.CacheDir,
+		Root:      userCacheRoot(),
+		Key:       s.snapshotKey,
+		OwnModule: ownModule,
+		MaxBytes:  int64(s.cfg.Limits.Memory) + maxImageOverhead,
+		Make:      s.makeSnapshot,
+		Stopped:   s.stopped,
+		Log:       s.log,
 	})
 	if errors.Is(err, snapcache.ErrUnsafeDir) {
 		return fmt.Errorf("%w: %w; fix it, or point XDG_CACHE_HOME elsewhere", ErrConfig, err)
@@ -73,6 +74,13 @@ func (s *Supervisor) SnapshotStates() []snapcache.EntryState {
 	return states
 }
 
+// ownModule reports whether name is a variant that runs a module of its
+// own (numpy's): its entry has its own compiled image, made as a plain
+// one's is, and its calls cannot start from the plain interpreter.
+func ownModule(name snapcache.Name) bool {
+	return worker.OwnModule(name.Language, name.Variant)
+}
+
 // snapshotKey is the part of a snapshot's key the supervisor knows: the
 // interpreter and the variant's imports, the memory limit and, for Python,
 // --python-path's packages, which the snapshot's import state holds.
@@ -91,17 +99,20 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 // no request) that writes name's snapshot and compiled image into the two
 // memfds, waits for it to exit, and returns the CPU time it used. The
 // plain snapshot's compiled image is the binary's own where it has one and
-// this CPU runs it (giveCompiledImage); a variant's worker is given the
-// plain snapshot's, sealed. A variant's is given up when the supervisor
-// closes, too.
+// this CPU runs it (giveCompiledImage), and so is that of a variant with a
+// module of its own; any other variant's worker is given the plain
+// snapshot's, sealed. A variant's is given up when the supervisor closes,
+// too.
 func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
 	var given []byte
-	if name.Variant == "" {
+	makesCode := name.Variant == "" || ownModule(name)
+	if makesCode {
 		var err error
-		if given, err = giveCompiledImage(name.Language, code); err != nil {
+		if given, err = giveCompiledImage(moduleName(name), code); err != nil {
 			return 0, err
 		}
-	} else {
+	}
+	if name.Variant != "" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -124,8 +135,8 @@ func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key 
 	if err != nil {
 		return cpu, fmt.Errorf("%w (worker stderr: %s)", err, p.stderr.String())
 	}
-	if name.Variant == "" {
-		s.logCodeSource(name.Language, code, given, p.stderr.String())
+	if makesCode {
+		s.logCodeSource(name, code, given, p.stderr.String())
 	}
 	return cpu, nil
 }

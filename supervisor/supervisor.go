@@ -431,20 +431,26 @@ func (s *Supervisor) release(p *process) {
 // from the language's pool (ready, or a start under way that no other
 // call waits for), else a new one, started at once: the call holds an
 // execution slot, and queueing behind a refill that other calls wait for
-// too would leave that slot idle.
+// too would leave that slot idle. A call whose imports require a
+// variant's own module (numpy's) always runs on it, its pool or not.
 func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, error) {
-	if p := s.variantWorker(ctx, req); p != nil {
+	names, required := s.variantsFor(req)
+	if p := s.variantWorker(ctx, names); p != nil {
 		return p, nil
 	}
+	if required {
+		return s.startWorkerRetrying(ctx, snapcache.Name{Language: req.Language, Variant: names[0]})
+	}
+	plain := snapcache.Name{Language: req.Language}
 	pl := s.pools[req.Language]
 	if pl == nil {
-		return s.startPlainWorker(ctx, req.Language)
+		return s.startWorkerRetrying(ctx, plain)
 	}
 	pl.arrive()
 	p := pl.takeReady(ctx)
 	if p == nil {
 		var err error
-		if p, err = s.startPlainWorker(ctx, req.Language); err != nil {
+		if p, err = s.startWorkerRetrying(ctx, plain); err != nil {
 			pl.leave()
 			return nil, err
 		}
@@ -453,13 +459,13 @@ func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, 
 	return p, nil
 }
 
-// startPlainWorker starts a worker of language from its plain snapshot,
-// trying again when the start failed for want of a host resource.
-func (s *Supervisor) startPlainWorker(ctx context.Context, language string) (*process, error) {
+// startWorkerRetrying starts a worker from the snapshot name, trying
+// again when the start failed for want of a host resource.
+func (s *Supervisor) startWorkerRetrying(ctx context.Context, name snapcache.Name) (*process, error) {
 	var err error
 	for attempt := 1; ; attempt++ {
 		var p *process
-		if p, err = s.startWorker(ctx, snapcache.Name{Language: language}); err == nil {
+		if p, err = s.startWorker(ctx, name); err == nil {
 			return p, nil
 		}
 		var scarce *scarcity.Error
@@ -467,7 +473,7 @@ func (s *Supervisor) startPlainWorker(ctx context.Context, language string) (*pr
 		if !retry || attempt == startAttempts || ctx.Err() != nil {
 			return nil, err
 		}
-		s.log.Warn("worker did not start; trying again", "language", language, "attempt", attempt, "error", err)
+		s.log.Warn("worker did not start; trying again", "snapshot", name.String(), "attempt", attempt, "error", err)
 		select {
 		case <-time.After(time.Duration(attempt) * startRetryDelay):
 		case <-ctx.Done():

@@ -68,12 +68,20 @@ func newVariants(s *Supervisor) *variants {
 	return vs
 }
 
-// pick returns the variant for req, or nil for the plain interpreter.
-func (vs *variants) pick(req Request) *variant {
-	if len(vs.byName) == 0 || req.Language != runtimes.Python {
-		return nil
+// variantsFor names the variants req's imports ask for, best first
+// (python.VariantsFor); required says the first has a module of its own,
+// the only one the call's imports work on. Without the bundled packages,
+// whose modules the variants import, there are none.
+func (s *Supervisor) variantsFor(req Request) (names []string, required bool) {
+	if req.Language != runtimes.Python || !s.cfg.BundledPackages {
+		return nil, false
 	}
-	for _, name := range python.VariantsFor(importscan.Modules(req.Code)) {
+	return python.VariantsFor(importscan.Modules(req.Code))
+}
+
+// pick returns the first configured variant of names, or nil for none.
+func (vs *variants) pick(names []string) *variant {
+	for _, name := range names {
 		if v := vs.byName[name]; v != nil {
 			return v
 		}
@@ -95,11 +103,12 @@ func (vs *variants) shutdown() {
 	}
 }
 
-// variantWorker returns a ready worker started from the variant snapshot
-// req's imports ask for, or nil: no variant fits, its snapshot is not
-// ready yet (the call starts it being made), or its worker did not start.
-func (s *Supervisor) variantWorker(ctx context.Context, req Request) *process {
-	v := s.variants.pick(req)
+// variantWorker returns a ready worker started from the first configured
+// variant of names (a call's, variantsFor), or nil: none is configured,
+// its snapshot is not ready yet (the call starts it being made), or its
+// worker did not start.
+func (s *Supervisor) variantWorker(ctx context.Context, names []string) *process {
+	v := s.variants.pick(names)
 	if v == nil {
 		return nil
 	}
@@ -121,7 +130,7 @@ func (s *Supervisor) variantWorker(ctx context.Context, req Request) *process {
 	}
 	p, err := s.startWorker(ctx, v.name)
 	if err != nil {
-		s.log.Warn("a variant's worker did not start; the call starts from the plain snapshot",
+		s.log.Warn("a variant's worker did not start; the call starts another",
 			"snapshot", v.name.String(), "error", err)
 		return nil
 	}

@@ -27,6 +27,20 @@ func Compile(ctx context.Context, language string, cfg runtimes.Config) (runtime
 	return c(ctx, cfg)
 }
 
+// ownModules say, by language, whether a variant runs a module of its own
+// rather than the plain interpreter's (python.OwnModule).
+var ownModules = map[string]func(variant string) bool{
+	runtimes.Python: python.OwnModule,
+}
+
+// OwnModule reports whether language's variant runs a module of its own:
+// its snapshot worker then loads (or compiles) that module as a plain one
+// does, instead of the plain snapshot's compiled image.
+func OwnModule(language, variant string) bool {
+	own := ownModules[language]
+	return variant != "" && own != nil && own(variant)
+}
+
 // identities give each language's snapshot identity, for a variant (""
 // for the plain interpreter).
 var identities = map[string]func(variant string) (string, error){

@@ -264,9 +264,11 @@ func runtimeConfig(setup *ipc.Setup) runtimes.Config {
 // writeSnapshot is the whole work of a ModeSnapshot worker: load or compile
 // the module (compileForSnapshot), start an interpreter, write its image
 // to the snapshot descriptor. A variant's worker loads the plain
-// snapshot's compiled image it is given instead, and imports the variant's
-// packages after the start-up. It reads no request and runs nothing
-// untrusted, so it needs no lockdown beyond the supervisor's namespaces.
+// snapshot's compiled image it is given instead (or, for a variant with a
+// module of its own, that module's, as a plain one does), and imports the
+// variant's packages after the start-up. It reads no request and runs
+// nothing untrusted, so it needs no lockdown beyond the supervisor's
+// namespaces.
 func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
 		return err
@@ -274,7 +276,7 @@ func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
 	cfg := runtimeConfig(setup)
 	var engine runtimes.Engine
 	var err error
-	if setup.Variant == "" {
+	if setup.Variant == "" || OwnModule(setup.Language, setup.Variant) {
 		engine, err = compileForSnapshot(ctx, setup.Language, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
 	} else {
 		engine, err = compileForVariant(ctx, setup.Language, cfg)

@@ -532,8 +532,10 @@ func (b *bench) warmPool() error {
 		if l.tool == toolPython {
 			cases = append(cases, latencyCase{pool: "warm (2)", what: "realistic", code: realisticPython, pause: b.o.pause},
 				latencyCase{pool: "warm (2)", what: "sympy", code: sympyPython, pause: sequentialPause, variant: "sympy"},
-				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause, variant: "networkx"},
-				latencyCase{pool: "warm (2)", what: "numpy", code: numpyPython, pause: sequentialPause, variant: "numpy"})
+				latencyCase{pool: "warm (2)", what: "networkx", code: networkxPython, pause: sequentialPause, variant: "networkx"})
+			if b.hasNumpy() {
+				cases = append(cases, latencyCase{pool: "warm (2)", what: "numpy", code: numpyPython, pause: sequentialPause, variant: "numpy"})
+			}
 		}
 		for _, c := range cases {
 			row, err := b.latency(s, l.name, l.tool, c)

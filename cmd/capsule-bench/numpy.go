@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"strings"
 )
 
 // numpySnippets are numpy's hot paths: each builds its data first, then
@@ -61,6 +62,10 @@ func ensureDebianNumpy() string {
 // default pools, and, in turn within each repetition, under Debian's
 // python3.11 with Debian's numpy.
 func (b *bench) numpy() error {
+	if !b.hasNumpy() {
+		logf("numpy: skipped, %s has no numpy (an older build): its rows are left out", b.bin)
+		return nil
+	}
 	logf("numpy: starting a server with the default pools")
 	s, err := startServer(b.bin, b.cache)
 	if err != nil {
@@ -130,4 +135,11 @@ func (r *report) printNumpy(p printer) {
 			fmtRatio(c.capsule, deb), target, check)
 	}
 	p("")
+}
+
+// hasNumpy reports whether the measured binary has numpy, as `capsule
+// version` lists it: the bench also measures older builds, for a before
+// and after, which have none.
+func (b *bench) hasNumpy() bool {
+	return strings.Contains(b.r.capsuleVersion, "numpy ")
 }

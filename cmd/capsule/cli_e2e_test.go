@@ -161,7 +161,7 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("capsule %+v, go %q, wazero %q", v.Capsule, v.Go, v.Wazero)
 	}
 	wantAssets := map[string][]string{
-		"python":     {"python.snap.wasm", "python.data", "python311.zip", "tzdata.zip", "VERSION", "bundle/packages.zip"},
+		"python":     {"python.snap.wasm", "python.data", "python-numpy.snap.wasm", "python-numpy.data", "python311.zip", "tzdata.zip", "VERSION", "bundle/packages.zip"},
 		"javascript": {"quickjs.snap.wasm", "quickjs.data", "VERSION"},
 	}
 	wantComponents := map[string][]string{

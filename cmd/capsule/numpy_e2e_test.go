@@ -93,3 +93,26 @@ func TestNumpyHiddenWithoutBundle(t *testing.T) {
 		t.Errorf("import numpy with the bundle: %v\n%s", err, out)
 	}
 }
+
+// TestNumpyHasItsOwnModule: numpy's C code is linked into the numpy
+// variant's module only, so a call that imports numpy runs there whatever
+// else it imports and whatever --python-variants says (without that
+// variant's pool, it starts a worker of that module itself), from the very
+// first call; code that reaches numpy without an import statement runs on
+// the plain interpreter and is told what to do.
+func TestNumpyHasItsOwnModule(t *testing.T) {
+	s := startServerEnv(t, []string{"XDG_CACHE_HOME=" + t.TempDir()}, "--python-variants", "none", "--log-level", "debug")
+	for _, c := range []struct {
+		code, want, variant string
+	}{
+		{"import numpy as np\nint(np.arange(4).sum())", "6", "numpy"},
+		{"import sympy\nfrom numpy import linalg\nstr(sympy.Integer(int(linalg.det([[2.0, 0.0], [0.0, 3.0]]).round())))", `"6"`, "numpy"},
+		{"import json\njson.dumps([1])", `"[1]"`, ""},
+	} {
+		if got := callPython(t, s, c.code, c.want); got != c.variant {
+			t.Errorf("%q started from variant %q, want %q", c.code, got, c.variant)
+		}
+	}
+	res, st := s.call(t, "execute_python", `__import__("num" + "py")`)
+	check(t, res, st, expectation{isError: true, errType: "ModuleNotFoundError", errContains: "Add `import numpy` to the code"})
+}

@@ -140,7 +140,7 @@ func TestColdStartSaysWhatItDoes(t *testing.T) {
 // loads the module from the binary's compiled image and compiles nothing,
 // where the binary has one (linux/amd64) and the CPU runs it; forced to
 // compile (as on a CPU that cannot), it compiles, and the runtimes answer
-// the same. The server logs which it did, once per runtime.
+// the same. The server logs which it did, once per module (numpy's too).
 func TestColdStartCode(t *testing.T) {
 	embedded := runtime.GOOS == "linux" && runtime.GOARCH == "amd64" &&
 		// wazero's baseline CPU features, as x/sys/cpu reports them.
@@ -159,7 +159,10 @@ func TestColdStartCode(t *testing.T) {
 			check(t, res, st, expectation{result: "42"})
 			res, st = s.call(t, "execute_javascript", "6 * 7")
 			check(t, res, st, expectation{result: "42"})
-			for _, language := range []string{"python", "javascript"} {
+			// The numpy variant's own module, made on its first call.
+			res, st = s.call(t, "execute_python", "import numpy\nint(numpy.int64(6) * 7)")
+			check(t, res, st, expectation{result: "42"})
+			for _, language := range []string{"python", "javascript", "python module=python-numpy"} {
 				want := "language=" + language + " code=" + tc.want
 				if !eventually(60*time.Second, func() bool { return strings.Contains(s.stderr.String(), want) }) {
 					t.Errorf("stderr lacks %q:\n%s", want, s.stderr.String())

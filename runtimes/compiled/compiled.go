@@ -30,9 +30,10 @@ import (
 	"capsule/runtimes/provenance"
 )
 
-// Image returns language's embedded compiled image, or nil when the binary
-// has none (another platform, another language).
-func Image(language string) []byte { return images[language] }
+// Image returns a module's embedded compiled image, or nil when the binary
+// has none (another platform, another module). A module is named as its
+// language, or as a variant's own (python.ModuleName: python-numpy).
+func Image(module string) []byte { return images[module] }
 
 // Verify hashes every embedded image and compares it with the SHA-256 the
 // build recorded in dist/ASSETS, which the binary embeds too: one error
@@ -74,8 +75,8 @@ func Verify() []error {
 // Names are the file names of the embedded images, sorted.
 func Names() []string {
 	var names []string
-	for language := range images {
-		names = append(names, language+".image")
+	for module := range images {
+		names = append(names, module+".image")
 	}
 	sort.Strings(names)
 	return names

@@ -7,10 +7,12 @@ import _ "embed"
 var (
 	//go:embed dist/linux-amd64/python.image
 	pythonImage []byte
+	//go:embed dist/linux-amd64/python-numpy.image
+	pythonNumpyImage []byte
 	//go:embed dist/linux-amd64/javascript.image
 	javascriptImage []byte
 	//go:embed dist/linux-amd64/ASSETS
 	assets []byte
 )
 
-var images = map[string][]byte{"python": pythonImage, "javascript": javascriptImage}
+var images = map[string][]byte{"python": pythonImage, "python-numpy": pythonNumpyImage, "javascript": javascriptImage}

@@ -2,7 +2,8 @@
 # Writes the runtimes' compiled images for each linux architecture named in
 # its arguments (default: this machine's) into
 # runtimes/compiled/dist/linux-ARCH (see the package's doc and
-# write/main.go): python.image, javascript.image and ASSETS, their SHA-256
+# write/main.go): python.image, python-numpy.image, javascript.image and
+# ASSETS, their SHA-256
 # (sha256sum format). Run by make after the runtime builds; quick when an
 # architecture's directory is already right.
 #

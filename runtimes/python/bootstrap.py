@@ -40,17 +40,34 @@ sys.argv[:] = [""]
 
 
 # --- Built-in modules with dotted names: numpy's extension modules are
-# linked into the interpreter (build.sh) and listed under their full names
-# (numpy.core._multiarray_umath), but CPython's BuiltinImporter finds only
-# top-level names, so this finder, first on the meta path, finds the rest.
+# linked into the numpy variant's interpreter (build.sh) and listed under
+# their full names (numpy.core._multiarray_umath), but CPython's
+# BuiltinImporter finds only top-level names, so this finder, first on the
+# meta path, finds the rest.
+#
+# Every other interpreter lacks them: there numpy's Python files would fail
+# deep in numpy.core, with numpy's advice on broken installs. The finder
+# says instead why numpy is not there and what to do.
+_NUMPY_ELSEWHERE = (
+    "numpy runs in an interpreter of its own, which capsule starts for code with an import "
+    "statement for it (import numpy, from numpy import ...); this code reached numpy another way "
+    "(importlib, __import__, exec, or a package that imports it). Add `import numpy` to the code."
+)
+
+
 class _DottedBuiltinFinder:
     _names = frozenset(n for n in sys.builtin_module_names if "." in n)
+    _numpy_elsewhere = "numpy.core._multiarray_umath" not in _names
 
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name in _DottedBuiltinFinder._names:
             import _frozen_importlib
             return _frozen_importlib.ModuleSpec(name, _frozen_importlib.BuiltinImporter, origin="built-in")
+        if name == "numpy" and _DottedBuiltinFinder._numpy_elsewhere:
+            import _frozen_importlib_external
+            if _frozen_importlib_external.PathFinder.find_spec(name) is not None:
+                raise ModuleNotFoundError(_NUMPY_ELSEWHERE, name=name)
         return None
 
 

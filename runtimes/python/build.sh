@@ -10,6 +10,9 @@
 #   python.snap.wasm  the interpreter, a WASI reactor with reactor/capsule.c's
 #                   entry points, stripped of custom sections, its data
 #                   segments moved to python.data (runtimes/internal/snapshot)
+#   python-numpy.snap.wasm, python-numpy.data
+#                   the same interpreter with numpy's extension modules
+#                   linked in, for the numpy snapshot variant
 #   python311.zip   the standard library (.pyc for speed, .py for tracebacks)
 #   tzdata.zip      the compiled time zones (TZif files), served read-only
 #                   at /usr/share/zoneinfo
@@ -205,7 +208,7 @@ key+="_xz-${src_version[xz-utils]#*:}_bz2-${src_version[bzip2]#*:}_tz-${src_vers
 key+="_np-${src_version[numpy]#*:}"
 key=${key//[^A-Za-z0-9._+-]/_}
 out=$cache_root/$key
-outputs=(python.snap.wasm python.data python311.zip tzdata.zip VERSION ASSETS sources numpy.zip numpy-tests.zip)
+outputs=(python.snap.wasm python.data python-numpy.snap.wasm python-numpy.data python311.zip tzdata.zip VERSION ASSETS sources numpy.zip numpy-tests.zip)
 
 # Nothing to build when dist/ or the cache has this key's outputs.
 ((force)) || dist_from_cache
@@ -592,14 +595,21 @@ include Makefile
 Programs/capsule.o: $(CAPSULE_C)
 	$(MAINCC) -c $(PY_CORE_CFLAGS) -o $@ $(CAPSULE_C)
 python-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
+	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
+python-numpy-reactor.wasm: Programs/capsule.o $(LINK_PYTHON_DEPS)
 	$(LINKCC) $(PY_CORE_LDFLAGS) $(LINKFORSHARED) -mexec-model=reactor -o $@ Programs/capsule.o $(NUMPY_LIBS) $(LINK_PYTHON_OBJS) $(LIBS) $(MODLIBS) $(SYSLIBS)
 MK
+	make -f capsule.mk "${make_vars[@]}" CAPSULE_C="$here/reactor/capsule.c" \
+		python-reactor.wasm >>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	wait "$numpy_pid" || { echo "build.sh: the numpy build failed" >&2; exit 1; }
-	# numpy's modules, and wasi-libc's printf of long double (numpy prints
-	# its float128; the plain printf aborts on it).
+	# The numpy variant's module: the same interpreter with numpy's
+	# modules, and wasi-libc's printf of long double (numpy prints its
+	# float128; the plain printf aborts on it). A module of its own, so that
+	# a plain worker does not load, map and restore numpy's code and data
+	# (RATIONALE.md, "numpy").
 	numpy_libs="$work/numpy-build/numpy_inittab.o $work/numpy-build/libnumpy.a -lc-printscan-long-double"
 	make -f capsule.mk "${make_vars[@]}" CAPSULE_C="$here/reactor/capsule.c" NUMPY_LIBS="$numpy_libs" \
-		python-reactor.wasm >>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
+		python-numpy-reactor.wasm >>make.log 2>&1 || { tail -n 60 make.log >&2; exit 1; }
 	# A module whose dependency configure did not find is silently left
 	# out; fail instead.
 	for mod in zlib _sqlite3 _lzma _bz2 _decimal _json _sha256 _blake2 _sha3 math _datetime _struct; do
@@ -610,11 +620,13 @@ MK
 pybuild=$pysrc/builddir/wasi
 stage=$work/stage
 mkdir -p "$stage"
-llvm-strip --strip-all -o "$work/python.wasm" "$pybuild/python-reactor.wasm"
-# What the binary embeds: the module without its data segments, and the
+# What the binary embeds: each module without its data segments, and the
 # data apart (runtimes/internal/snapshot says why).
-(cd "$repo" && go run ./runtimes/internal/snapshot/prepare \
-	-in "$work/python.wasm" -out "$stage/python.snap.wasm" -data "$stage/python.data")
+for module in python python-numpy; do
+	llvm-strip --strip-all -o "$work/$module.wasm" "$pybuild/$module-reactor.wasm"
+	(cd "$repo" && go run ./runtimes/internal/snapshot/prepare \
+		-in "$work/$module.wasm" -out "$stage/$module.snap.wasm" -data "$stage/$module.data")
+done
 
 cpython_version=$(sed -n 's/^#define PY_VERSION[[:space:]]*"\(.*\)"/\1/p' "$pysrc/Include/patchlevel.h")
 {

@@ -29,7 +29,7 @@ func TestBundledPackageTasks(t *testing.T) {
 			covered[m] = true
 		}
 		t.Run(task.Name, func(t *testing.T) {
-			r := run(t, defaultLimit, task.Code, nil)
+			r := runIn(t, taskEngine(t, task.Modules), task.Code, nil)
 			if r.Error != nil {
 				t.Fatalf("error %s: %s\n%s", r.Error.Type, r.Error.Message, r.Error.Traceback)
 			}

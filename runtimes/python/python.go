@@ -48,12 +48,17 @@ import (
 // are embedded as byte slices rather than an embed.FS, whose ReadFile would
 // copy 22 MB at every worker's start. python.snap.wasm is python.wasm
 // without its data segments, which python.data holds (see
-// snapshot.PrepareModule).
+// snapshot.PrepareModule); python-numpy.* are the same interpreter with
+// numpy's extension modules linked in, the numpy variant's module.
 var (
 	//go:embed dist/python.snap.wasm
 	pythonWasm []byte
 	//go:embed dist/python.data
 	moduleData []byte
+	//go:embed dist/python-numpy.snap.wasm
+	numpyWasm []byte
+	//go:embed dist/python-numpy.data
+	numpyModuleData []byte
 	//go:embed dist/python311.zip
 	stdlibZip []byte
 	//go:embed dist/tzdata.zip
@@ -72,12 +77,14 @@ var (
 // and named here.
 func Provenance() (provenance.Runtime, error) {
 	return provenance.New(runtimes.Python, map[string][]byte{
-		"python.snap.wasm":    pythonWasm,
-		"python.data":         moduleData,
-		"python311.zip":       stdlibZip,
-		"tzdata.zip":          tzdataZip,
-		"VERSION":             []byte(versionFile),
-		"bundle/packages.zip": bundleZip,
+		"python.snap.wasm":       pythonWasm,
+		"python.data":            moduleData,
+		"python-numpy.snap.wasm": numpyWasm,
+		"python-numpy.data":      numpyModuleData,
+		"python311.zip":          stdlibZip,
+		"tzdata.zip":             tzdataZip,
+		"VERSION":                []byte(versionFile),
+		"bundle/packages.zip":    bundleZip,
 	}, assetSums+bundleSums, sourceFiles, "dist/sources", bundleSourcesDir)
 }
 
@@ -219,7 +226,8 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 	if err != nil {
 		return fail(err)
 	}
-	data, err := snapshot.ParseData(moduleData)
+	m := v.module()
+	data, err := snapshot.ParseData(m.data)
 	if err != nil {
 		return fail(fmt.Errorf("python: %w", err))
 	}
@@ -250,7 +258,7 @@ func Compile(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) 
 		}
 		packagesFS = packages.fs
 	}
-	mod, err := rt.CompileModule(cfg.CompileContext(ctx), pythonWasm)
+	mod, err := rt.CompileModule(cfg.CompileContext(ctx), m.wasm)
 	if err != nil {
 		if packages != nil {
 			packages.Close()

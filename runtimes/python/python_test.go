@@ -32,6 +32,10 @@ type engineKey struct {
 	limit   uint64
 	bundled bool
 	variant string
+	// bare starts the variant's module with the plain interpreter's
+	// program, without its imports: for a variant with its own module,
+	// what a call that imports the packages itself would run on.
+	bare bool
 }
 
 func TestMain(m *testing.M) {
@@ -60,7 +64,17 @@ func sharedEngine(tb testing.TB, key engineKey) runtimes.Engine {
 	if e, ok := engines[key]; ok {
 		return e
 	}
-	e, err := runtimetest.Restored(Compile, runtimes.Config{MemoryLimitBytes: key.limit, CacheDir: cacheDir,
+	compile := Compile
+	if key.bare {
+		compile = func(ctx context.Context, cfg runtimes.Config) (runtimes.Engine, error) {
+			e, err := Compile(ctx, cfg)
+			if err == nil {
+				e.(*engine).program = bootstrap
+			}
+			return e, err
+		}
+	}
+	e, err := runtimetest.Restored(compile, runtimes.Config{MemoryLimitBytes: key.limit, CacheDir: cacheDir,
 		ScratchBytes: testScratch, FilesOut: testFilesOut, BundledPackages: key.bundled, Variant: key.variant})
 	if err != nil {
 		tb.Fatalf("Compile: %v", err)

@@ -16,10 +16,19 @@ import (
 // starts from it and finds them in sys.modules. A variant is the plain
 // interpreter plus those imports, so a call that does not use them runs on
 // it the same, only with more memory already in use (see RATIONALE.md).
+//
+// A variant whose packages need C code (numpy's extension modules) runs a
+// module of its own, the plain interpreter with that code linked in
+// (OwnModule), so that plain workers do not carry it. Its packages then
+// import nowhere else: a call that imports them runs on it, always.
 type Variant struct {
 	// Name names the snapshot (python-NAME): lower-case letters, digits
 	// and _.
 	Name string
+	// OwnModule says the variant runs its own module, built with its
+	// packages' C code (build.sh: python-NAME.snap.wasm), instead of the
+	// plain interpreter's.
+	OwnModule bool
 	// Modules are the top-level modules whose import picks the variant.
 	Modules []string
 	// Preload is what the snapshot worker imports, submodules included.
@@ -32,9 +41,22 @@ type Variant struct {
 }
 
 // Variants are the snapshot variants, in the order VariantsFor prefers them:
-// the heaviest import first. Import costs and image sizes are in
-// RATIONALE.md.
+// numpy first, the only one whose module has numpy's C code, then the
+// heaviest import first. Import costs and image sizes are in RATIONALE.md.
 var Variants = []Variant{
+	{
+		Name:      "numpy",
+		OwnModule: true,
+		Modules:   []string{"numpy"},
+		// numpy's __init__ imports its subpackages (linalg, fft, random,
+		// polynomial, ma...); the warm-up runs what a first array, its
+		// repr and a ufunc would otherwise set up in the call.
+		Preload: []string{"numpy"},
+		WarmUp: `import numpy
+a = numpy.arange(6.0).reshape(2, 3)
+repr(a + 1); str(a.sum(axis=0)); repr(numpy.float64(1.5))
+`,
+	},
 	{
 		Name:    "sympy",
 		Modules: []string{"sympy", "mpmath"},
@@ -56,18 +78,6 @@ var Variants = []Variant{
 x = sympy.Symbol("x")
 sympy.expand((x + 1)**3)
 sympy.core.cache.clear_cache()
-`,
-	},
-	{
-		Name:    "numpy",
-		Modules: []string{"numpy"},
-		// numpy's __init__ imports its subpackages (linalg, fft, random,
-		// polynomial, ma...); the warm-up runs what a first array, its
-		// repr and a ufunc would otherwise set up in the call.
-		Preload: []string{"numpy"},
-		WarmUp: `import numpy
-a = numpy.arange(6.0).reshape(2, 3)
-repr(a + 1); str(a.sum(axis=0)); repr(numpy.float64(1.5))
 `,
 	},
 	{
@@ -93,15 +103,53 @@ func VariantNames() []string {
 
 // VariantsFor names the variants for a call that imports modules
 // (top-level names), best first (the order of Variants): those that have
-// one of them imported. None means the plain interpreter.
-func VariantsFor(modules []string) []string {
-	var names []string
+// one of them imported. None means the plain interpreter. When one of them
+// has its own module, it is the only one named: the call's imports work on
+// no other (required is then true, and the call must run on it).
+func VariantsFor(modules []string) (names []string, required bool) {
 	for _, v := range Variants {
-		if slices.ContainsFunc(modules, func(m string) bool { return slices.Contains(v.Modules, m) }) {
-			names = append(names, v.Name)
+		if !slices.ContainsFunc(modules, func(m string) bool { return slices.Contains(v.Modules, m) }) {
+			continue
 		}
+		if v.OwnModule {
+			return []string{v.Name}, true
+		}
+		names = append(names, v.Name)
 	}
-	return names
+	return names, false
+}
+
+// OwnModule reports whether the variant named runs a module of its own
+// (Variant.OwnModule): its snapshot worker is given that module's
+// compiled image (ModuleName names it), not the plain interpreter's.
+// The plain interpreter ("") and unknown names have none.
+func OwnModule(name string) bool {
+	v, err := variant(name)
+	return err == nil && v != nil && v.OwnModule
+}
+
+// ModuleName names the module a variant runs, as its compiled image is
+// named (runtimes/compiled): "python" for the plain interpreter and the
+// variants that share it, python-NAME for one with its own.
+func ModuleName(name string) string {
+	if OwnModule(name) {
+		return runtimes.Python + "-" + name
+	}
+	return runtimes.Python
+}
+
+// wasmModule is one of the embedded interpreter modules: the code without
+// its data segments, and the data (snapshot.PrepareModule).
+type wasmModule struct{ wasm, data []byte }
+
+// module is the module the variant runs (nil: the plain interpreter).
+func (v *Variant) module() wasmModule {
+	if v != nil && v.OwnModule {
+		// The only variant with a module of its own so far; a second
+		// one would make this a table.
+		return wasmModule{numpyWasm, numpyModuleData}
+	}
+	return wasmModule{pythonWasm, moduleData}
 }
 
 // variant finds a variant by name; "" is the plain interpreter (nil).
@@ -146,7 +194,12 @@ func VariantIdentity(name string) (string, error) {
 	if id, ok := variantIdentities.Load(name); ok {
 		return id.(string), nil
 	}
-	id := snapshot.Identity(runtimes.Python, []byte(Identity()), []byte(v.program()))
+	parts := [][]byte{[]byte(Identity()), []byte(v.program())}
+	if v.OwnModule {
+		m := v.module()
+		parts = append(parts, m.wasm, m.data)
+	}
+	id := snapshot.Identity(runtimes.Python, parts...)
 	variantIdentities.Store(name, id)
 	return id, nil
 }

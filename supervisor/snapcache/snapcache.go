@@ -73,6 +73,10 @@ type Options struct {
 	// the interpreter's identity, the limits it was made for, the
 	// packages it imports. The cache adds the binary's build and the CPU.
 	Key func(Name) (string, error)
+	// OwnModule, when not nil, says which variants run a module of their
+	// own: such an entry makes and keeps its compiled image as a plain
+	// one does. Every other variant shares its language's plain entry's.
+	OwnModule func(Name) bool
 	// MaxBytes bounds each stored file: a larger one is refused unread.
 	MaxBytes int64
 	// Make runs a snapshot worker.
@@ -273,7 +277,10 @@ func (c *Cache) attempt(name Name, e *entry) {
 		wait := c.retryAfter(e.failures)
 		e.retryAt = time.Now().Add(wait)
 		what := "no interpreter snapshot: every worker starts its interpreter cold, which costs far more CPU"
-		if name.Variant != "" {
+		switch {
+		case !c.sharesCode(name) && name.Variant != "":
+			what = "no snapshot of this variant: its calls start its interpreter cold and import its packages, which costs them far more CPU"
+		case name.Variant != "":
 			what = "no snapshot of this variant: calls that would start from it start from the plain one, which costs them far more CPU"
 		}
 		if c.closed || c.stopped() {
@@ -415,13 +422,20 @@ func validName(s string) bool {
 }
 
 // ownFiles are the artifacts an entry keeps of its own. A variant runs the
-// same module as its language's plain interpreter, so it shares that
-// entry's compiled image and keeps only its snapshot.
-func ownFiles(name Name) []string {
-	if name.Variant != "" {
+// same module as its language's plain interpreter, unless it has its own
+// (Options.OwnModule), so it shares that entry's compiled image and keeps
+// only its snapshot.
+func (c *Cache) ownFiles(name Name) []string {
+	if c.sharesCode(name) {
 		return artifacts[:1]
 	}
 	return artifacts[:]
+}
+
+// sharesCode reports whether name's entry uses its language's plain
+// entry's compiled image.
+func (c *Cache) sharesCode(name Name) bool {
+	return name.Variant != "" && (c.opts.OwnModule == nil || !c.opts.OwnModule(name))
 }
 
 // load finds name's snapshot and compiled image in the cache directory,
@@ -433,12 +447,12 @@ func (c *Cache) load(name Name) (snap *Snapshot, made bool, err error) {
 		return nil, false, err
 	}
 	var base *Snapshot
-	if name.Variant != "" {
+	if c.sharesCode(name) {
 		if base = c.Get(Name{Language: name.Language}); base == nil {
 			return nil, false, fmt.Errorf("a variant needs the compiled image of %s's plain snapshot, which could not be made", name.Language)
 		}
 	}
-	kinds := ownFiles(name)
+	kinds := c.ownFiles(name)
 	names := make([]string, len(kinds))
 	for i, a := range kinds {
 		names[i] = a + key + ".img"
@@ -527,7 +541,7 @@ func (c *Cache) read(names []string) ([]*os.File, error) {
 // image unless base has it, into new memfds, and returns them with the
 // worker's CPU time.
 func (c *Cache) make(name Name, key string, base *Snapshot) ([]*os.File, time.Duration, error) {
-	kinds := ownFiles(name)
+	kinds := c.ownFiles(name)
 	files := make([]*os.File, len(kinds))
 	for i, a := range kinds {
 		f, err := newMemfd("capsule-" + a + name.String())

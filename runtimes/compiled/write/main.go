@@ -43,13 +43,17 @@ func main() {
 	}
 }
 
-// compilers are the runtimes whose images are written, by language.
-var compilers = []struct {
-	language string
-	compile  func(context.Context, runtimes.Config) (runtimes.Engine, error)
+// modules are the modules whose images are written: each language's, and
+// the numpy variant's own (python.ModuleName names them as package
+// compiled looks them up).
+var modules = []struct {
+	name    string
+	compile func(context.Context, runtimes.Config) (runtimes.Engine, error)
+	variant string
 }{
-	{runtimes.Python, python.Compile},
-	{runtimes.JavaScript, javascript.Compile},
+	{python.ModuleName(""), python.Compile, ""},
+	{python.ModuleName("numpy"), python.Compile, "numpy"},
+	{runtimes.JavaScript, javascript.Compile, ""},
 }
 
 func run(out string) error {
@@ -63,14 +67,14 @@ func run(out string) error {
 		return fmt.Errorf("guard-page memories are not available here (is the address space limited? ulimit -v): the images would not match what workers compile")
 	}
 	var assets bytes.Buffer
-	for _, c := range compilers {
-		image, err := compile(c.compile)
+	for _, m := range modules {
+		image, err := compile(m.compile, m.variant)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.language, err)
+			return fmt.Errorf("%s: %w", m.name, err)
 		}
 		// The names package compiled embeds (it cannot be imported here:
 		// it needs these files to build).
-		name := c.language + ".image"
+		name := m.name + ".image"
 		if err := writeFile(filepath.Join(out, name), image); err != nil {
 			return err
 		}
@@ -80,13 +84,13 @@ func run(out string) error {
 	return writeFile(filepath.Join(out, "ASSETS"), assets.Bytes())
 }
 
-// compile compiles one runtime's module for the baseline CPU features, as a
-// snapshot worker would (the memory limit is not part of the code), and
-// returns its image.
-func compile(compile func(context.Context, runtimes.Config) (runtimes.Engine, error)) ([]byte, error) {
+// compile compiles one runtime's module (a variant's own, when variant is
+// set) for the baseline CPU features, as a snapshot worker would (the
+// memory limit is not part of the code), and returns its image.
+func compile(compile func(context.Context, runtimes.Config) (runtimes.Engine, error), variant string) ([]byte, error) {
 	var image bytes.Buffer
 	ctx := experimental.WithBaselineCPUFeatures(context.Background())
-	engine, err := compile(ctx, runtimes.Config{MemoryLimitBytes: 256 << 20, ImageWriter: &image})
+	engine, err := compile(ctx, runtimes.Config{MemoryLimitBytes: 256 << 20, ImageWriter: &image, Variant: variant})
 	if err != nil {
 		return nil, err
 	}

@@ -59,16 +59,17 @@ read_stdin(void)
     return buf;
 }
 
-/* numpy's extension modules, linked in (build.sh: numpy/compile.py writes
-   it). They join the built-in modules under their dotted names, which the
-   bootstrap's finder imports (CPython's own finder takes only top-level
-   names for built-ins). */
-extern int capsule_numpy_inittab(void);
+/* numpy's extension modules, linked into the numpy module only (build.sh
+   links the interpreter twice; numpy/compile.py writes this function). They
+   join the built-in modules under their dotted names, which the bootstrap's
+   finder imports (CPython's own finder takes only top-level names for
+   built-ins). Weak: in the plain module it is undefined, and so null. */
+extern int capsule_numpy_inittab(void) __attribute__((weak));
 
 __attribute__((export_name("capsule_init"))) int
 capsule_init(void)
 {
-    if (capsule_numpy_inittab() < 0) {
+    if (capsule_numpy_inittab && capsule_numpy_inittab() < 0) {
         fprintf(stderr, "capsule: cannot add numpy's modules to the built-in modules\n");
         return 1;
     }
