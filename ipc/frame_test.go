@@ -110,3 +110,37 @@ func TestDecodeDoneStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestSetupValidate: a Setup names a language, sane limits, a known mode, a
+// key for a snapshot worker, and a variant only by a plain name (a run
+// worker of a variant with a module of its own needs it too).
+func TestSetupValidate(t *testing.T) {
+	valid := func() Setup {
+		return Setup{Protocol: ProtocolVersion, Language: "python", MemoryBytes: 1 << 20, MaxTimeoutMS: 1000, Mode: ModeRun}
+	}
+	tests := []struct {
+		name   string
+		change func(*Setup)
+		ok     bool
+	}{
+		{"run", func(*Setup) {}, true},
+		{"run of a variant", func(s *Setup) { s.Variant = "numpy" }, true},
+		{"snapshot of a variant", func(s *Setup) { s.Mode, s.SnapshotKey, s.Variant = ModeSnapshot, "k", "sympy" }, true},
+		{"snapshot without a key", func(s *Setup) { s.Mode = ModeSnapshot }, false},
+		{"a variant named as a path", func(s *Setup) { s.Variant = "../numpy" }, false},
+		{"a variant with capitals", func(s *Setup) { s.Variant = "NumPy" }, false},
+		{"another protocol", func(s *Setup) { s.Protocol++ }, false},
+		{"no language", func(s *Setup) { s.Language = "" }, false},
+		{"an unknown mode", func(s *Setup) { s.Mode = "debug" }, false},
+		{"a tiny memory", func(s *Setup) { s.MemoryBytes = 1 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := valid()
+			tt.change(&s)
+			if err := s.Validate(); (err == nil) != tt.ok {
+				t.Fatalf("ok=%v, err=%v", tt.ok, err)
+			}
+		})
+	}
+}

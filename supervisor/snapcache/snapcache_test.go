@@ -59,12 +59,16 @@ type harness struct {
 	failing map[Name]bool
 	// gotCode is the compiled image the last variant's worker was given.
 	gotCode []byte
+	// ownModule are the variants that run a module of their own
+	// (Options.OwnModule).
+	ownModule map[Name]bool
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	root := t.TempDir()
-	return &harness{root: root, dir: filepath.Join(root, "capsule", "1.0"), version: "v1", made: map[Name]int{}, failing: map[Name]bool{}}
+	return &harness{root: root, dir: filepath.Join(root, "capsule", "1.0"), version: "v1", made: map[Name]int{}, failing: map[Name]bool{},
+		ownModule: map[Name]bool{numpy: true}}
 }
 
 func (h *harness) open(t *testing.T) (*Cache, error) {
@@ -81,6 +85,7 @@ func (h *harness) openRetry(t *testing.T, retryAfter time.Duration) (*Cache, err
 		Root:       h.root,
 		Key:        func(n Name) (string, error) { return n.String() + "-" + h.version, nil },
 		MaxBytes:   1 << 20,
+		OwnModule:  func(n Name) bool { return h.ownModule[n] },
 		Log:        hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Warn}),
 		Make: func(_ context.Context, n Name, key string, image, code *os.File) (time.Duration, error) {
 			h.makes.Add(1)
@@ -91,7 +96,7 @@ func (h *harness) openRetry(t *testing.T, retryAfter time.Duration) (*Cache, err
 				return 0, errors.New("failed on purpose")
 			}
 			files := []*os.File{image, code}
-			if n.Variant != "" {
+			if n.Variant != "" && !h.ownModule[n] {
 				// A variant's worker loads its language's compiled image.
 				b, err := io.ReadAll(io.NewSectionReader(code, 0, 1<<30))
 				if err != nil {
@@ -130,7 +135,7 @@ func (h *harness) getName(t *testing.T, name Name) {
 		t.Fatal("no snapshot")
 	}
 	codeKey := s.Key
-	if name.Variant != "" {
+	if name.Variant != "" && !h.ownModule[name] {
 		base := getWithin(t, c, Name{Language: name.Language})
 		if base == nil || base.Code != s.Code {
 			t.Fatal("the variant does not share its language's compiled image")
@@ -506,6 +511,28 @@ func TestVariants(t *testing.T) {
 	h.getName(t, sympy)
 	if h.made[python] != 1 || h.made[sympy] != 2 {
 		t.Fatalf("made %v, want the tampered variant made again, and only it", h.made)
+	}
+}
+
+var numpy = Name{Language: "python", Variant: "numpy"}
+
+// TestVariantWithOwnModule: a variant that runs a module of its own is
+// made as a plain entry is, without its language's plain entry (which it
+// does not need, and which may have failed), and keeps its own compiled
+// image beside its snapshot.
+func TestVariantWithOwnModule(t *testing.T) {
+	h := newHarness(t)
+	h.failing[python] = true
+	h.getName(t, numpy)
+	if h.made[python] != 0 || h.made[numpy] != 1 {
+		t.Fatalf("made %v, want the variant alone, once", h.made)
+	}
+	if len(h.files(t, "snapshot-python-numpy.*.img")) != 1 || len(h.files(t, "code-python-numpy.*.img")) != 1 {
+		t.Fatalf("stored %v, want the variant's snapshot and compiled image", h.files(t, "*.img"))
+	}
+	h.getName(t, numpy)
+	if h.made[numpy] != 1 {
+		t.Fatalf("made %v: a filled cache made it again", h.made)
 	}
 }
 
