@@ -8,9 +8,12 @@
 # The sandbox gets numpy's Python package with its tests (dist/numpy.zip
 # and dist/numpy-tests.zip, which build.sh writes), and pytest and
 # hypothesis from Debian bookworm's binary packages, through --python-path
-# (bytecode compiled by the machine's python3.11, as bundle.sh does); the
-# bundled packages are off, so that this numpy, with its tests, is the one
-# imported. The extension modules are the interpreter's, as in every call.
+# (bytecode compiled by the machine's python3.11, as bundle.sh does). The
+# call imports numpy, so it runs on numpy's own interpreter module, from
+# the numpy variant's snapshot, where the bundle's numpy (the same files,
+# without the tests) is already imported: each numpy package's __path__
+# then gets the --python-path tree's directory first, so that its tests and
+# conftest import from there, and pytest is given their directories.
 #
 # Not part of `make test`: the whole suite takes tens of minutes under
 # WebAssembly. Run it after `make build`:
@@ -71,8 +74,14 @@ printf '%-12s %8s %8s %8s %8s %8s %10s %9s\n' submodule passed failed skipped xf
 for sub in "${subs[@]}"; do
 	start=$SECONDS
 	set +e
-	"$capsule" exec python --bundled-packages=false --python-path "$tree" \
+	"$capsule" exec python --python-path "$tree" \
 		--timeout 30m --memory 2GiB --scratch 512MiB --max-output 16MiB -c "
+import sys, numpy
+tree = '/usr/local/lib/python3.11/site-packages'
+for name, module in list(sys.modules.items()):
+    if (name == 'numpy' or name.startswith('numpy.')) and hasattr(module, '__path__'):
+        module.__path__.insert(0, tree + '/' + name.replace('.', '/'))
+sys.path.insert(0, tree)
 import pytest, hypothesis
 hypothesis.settings.register_profile(name='np.test() profile', deadline=None, print_blob=True,
     database=None, derandomize=True, suppress_health_check=hypothesis.HealthCheck.all())
@@ -80,7 +89,7 @@ pytest.main(['-l', '-q', '-W', 'ignore:Not importing directory', '-W', 'ignore:n
     '-W', 'ignore:numpy.ufunc size changed', '-W', 'ignore:the matrix subclass is not',
     '-W', 'ignore:Importing from numpy.matlib is', '-m', 'not slow',
     '-p', 'no:faulthandler', '-p', 'no:cacheprovider', '--capture=sys', '-rfE', '--tb=line', '--continue-on-collection-errors',
-    '--pyargs', 'numpy.$sub'] + '${PYTEST_ARGS:-}'.split())
+    '--rootdir', tree, tree + '/numpy/$sub'] + '${PYTEST_ARGS:-}'.split())
 " >"$out/$sub.log" 2>&1
 	set -e
 	summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?|skipped|deselected|xfailed).* in [0-9.]+s' "$out/$sub.log" |
@@ -92,4 +101,6 @@ pytest.main(['-l', '-q', '-W', 'ignore:Not importing directory', '-W', 'ignore:n
 done
 echo
 echo "failures (the full output of each submodule is in $out):"
-grep -hE '^(FAILED|ERROR) ' "$out"/*.log || echo "none"
+# Named from the submodule's directory, as numpy's own runner names them.
+grep -hE '^(FAILED|ERROR) ' "$out"/*.log | sed -E 's#[./]*usr/local/lib/python3\.11/site-packages/numpy/[a-z]+/##' ||
+	echo "none"
