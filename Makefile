@@ -111,11 +111,11 @@ wazero-check: wazero
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
-FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
-	supervisor:FuzzReturnedFiles supervisor:FuzzDone supervisor:FuzzFit worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
+FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor/mcp:FuzzParseArguments supervisor:FuzzCapture \
+	supervisor:FuzzReturnedFiles supervisor:FuzzDone supervisor/mcp:FuzzFit worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
 	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules \
-	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString \
-	runtimes/javascript:FuzzStringRuns supervisor/transport:FuzzOneMeaning \
+	supervisor/mcp/toolcall:FuzzSplit supervisor/mcp/toolcall:FuzzDecode supervisor/mcp/toolcall:FuzzAppendString \
+	runtimes/javascript:FuzzStringRuns supervisor/mcp/transport:FuzzOneMeaning \
 	runtimes/fileset:FuzzCheckPath runtimes/fileset:FuzzClassify cmd/capsule/terminal:FuzzEscape
 
 fuzz: assets wazero

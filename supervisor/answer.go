@@ -29,18 +29,25 @@ type Answer struct {
 	// Files lists the files returned, if any (files.go).
 	Files []FileInfo `json:"files,omitempty"`
 
-	// Not part of the structured result; shown in the text.
-	stdoutDropped int64
-	stderrDropped int64
-	exitCode      int
-	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
-	variant       string         // the snapshot variant the worker started from, for the log
-	returned      returnedFiles
+	// Not part of the structured result. The text shows the counts of
+	// bytes dropped; the MCP edge's answer limit (supervisor/mcp) cuts
+	// the texts and withholds files through them.
+
+	// StdoutDropped and StderrDropped count the bytes of each stream
+	// that were dropped, by the output limit or the answer limit.
+	StdoutDropped int64 `json:"-"`
+	StderrDropped int64 `json:"-"`
+	// Returned holds the returned files' contents, beyond Files.
+	Returned FileReturns `json:"-"`
+	// AnswerNote says what the answer limit cut or left out when another
+	// limit holds the answer's error; the text shows it last.
+	AnswerNote string `json:"-"`
+
+	exitCode  int
+	workerCPU []ipc.PhaseCPU // as the worker reported it, for the log
+	variant   string         // the snapshot variant the worker started from, for the log
 	// limitNote is the text's line on the limit that was hit (limittext.go).
 	limitNote string
-	// answerNote says what Fit cut or left out when another limit holds
-	// the answer's error.
-	answerNote string
 }
 
 // LimitNote is one line naming the limit the call hit, its size and what
@@ -83,13 +90,13 @@ func (a *Answer) Text() string {
 		section("", a.Stdout)
 	}
 	if a.StdoutTruncated {
-		section("", fmt.Sprintf("[stdout truncated: %d bytes dropped]", a.stdoutDropped))
+		section("", fmt.Sprintf("[stdout truncated: %d bytes dropped]", a.StdoutDropped))
 	}
 	if a.Stderr != "" || a.StderrTruncated {
 		section("[stderr]", a.Stderr)
 	}
 	if a.StderrTruncated {
-		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.stderrDropped))
+		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.StderrDropped))
 	}
 	if shown, ok := a.ShownResult(); ok {
 		section("[result]", shown)
@@ -107,14 +114,14 @@ func (a *Answer) Text() string {
 	if a.exitCode != 0 {
 		section("", fmt.Sprintf("[exit code %d]", a.exitCode))
 	}
-	if len(a.Files) > 0 || a.returned.unlisted > 0 {
+	if len(a.Files) > 0 || a.Returned.Unlisted > 0 {
 		section("[files]", a.filesText())
 	}
 	if a.limitNote != "" {
 		section("", a.limitNote)
 	}
-	if a.answerNote != "" {
-		section("", a.answerNote)
+	if a.AnswerNote != "" {
+		section("", a.AnswerNote)
 	}
 	if b.Len() == 0 {
 		return "[no output and no result]"
@@ -198,8 +205,8 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 	a := &Answer{
 		Stdout:        c.stdout.String(),
 		Stderr:        c.stderr.String(),
-		stdoutDropped: c.stdout.dropped,
-		stderrDropped: c.stderr.dropped,
+		StdoutDropped: c.stdout.dropped,
+		StderrDropped: c.stderr.dropped,
 	}
 	if d != nil {
 		a.Result = d.Result
@@ -213,8 +220,8 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 		}
 		a.exitCode = d.ExitCode
 		a.workerCPU = d.WorkerCPU
-		a.stdoutDropped += d.StdoutDropped
-		a.stderrDropped += d.StderrDropped
+		a.StdoutDropped += d.StdoutDropped
+		a.StderrDropped += d.StderrDropped
 	}
 	var memErr *memoryLimitError
 	var scarce *scarcity.Error
@@ -228,8 +235,8 @@ func (c *collector) answer(d *ipc.Done, failure error) *Answer {
 	case failure != nil:
 		a.Error = &runtimes.ErrorInfo{Type: "WorkerError", Message: failure.Error()}
 	}
-	a.StdoutTruncated = a.stdoutDropped > 0
-	a.StderrTruncated = a.stderrDropped > 0
+	a.StdoutTruncated = a.StdoutDropped > 0
+	a.StderrTruncated = a.StderrDropped > 0
 	if a.Limit == nil && (a.StdoutTruncated || a.StderrTruncated) {
 		limit := runtimes.LimitOutput
 		a.Limit = &limit

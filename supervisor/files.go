@@ -2,16 +2,12 @@ package supervisor
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/supervisor/toolcall"
 )
 
 // FileInfo describes one file a call returned, in structuredContent.
@@ -24,17 +20,19 @@ type FileInfo struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// returnedFiles is what an Answer keeps of the files returned beyond
+// FileReturns is what an Answer keeps of the files returned beyond
 // Answer.Files: their contents and kinds, for the tool result's content,
 // and how many were not even listed.
-type returnedFiles struct {
-	files    []fileset.File
-	kinds    []fileset.Kind
-	unlisted int64
-	lim      fileset.Limits
-	// overAnswer marks the files Fit left out for the answer limit; nil
-	// when it left none out.
-	overAnswer []bool
+type FileReturns struct {
+	// Files and Kinds are the files listed, in path order, as Files lists
+	// them; a file over a limit is Truncated, without its data.
+	Files    []fileset.File
+	Kinds    []fileset.Kind
+	Unlisted int64
+	Limits   fileset.Limits
+	// OverAnswer marks the files the answer limit left out; nil when it
+	// left none out.
+	OverAnswer []bool
 }
 
 // filesOutLimits are the configured limits on returned files.
@@ -71,6 +69,17 @@ func (s *Supervisor) checkFiles(req Request) *Answer {
 			fmt.Sprintf("scratch: the files passed in are %d bytes, over the %s of a Python call's /tmp", n, lim.Scratch))
 	}
 	return nil
+}
+
+// FilesCountError refuses a call that passes in more files than
+// --max-files-in-count allows.
+type FilesCountError struct {
+	N, Max int
+}
+
+func (e *FilesCountError) Error() string {
+	return fmt.Sprintf("files_in: %s passed in, over the limit of %d per call (--max-files-in-count)",
+		Count(int64(e.N), "file is", "files are"), e.Max)
 }
 
 // filesCountAnswer refuses a call that passes in too many files.
@@ -135,40 +144,46 @@ func (c *fileCollector) finish(d *ipc.Done) error {
 	return nil
 }
 
-// answer adds the files to a, and names the files_out limit when files
-// were left out.
+// answer adds the files to a, once the worker's Done has come.
 func (c *fileCollector) answer(a *Answer) {
-	if !c.done {
-		return
+	if c.done {
+		a.AddReturnedFiles(c.files, c.unlisted, c.lim)
 	}
-	a.returned = returnedFiles{files: c.files, unlisted: c.unlisted, lim: c.lim}
+}
+
+// AddReturnedFiles lists the files a call returned (in path order, those
+// over lim truncated, and unlisted more not even listed) in a, keeping
+// their contents for the answer, and names the files_out limit when
+// files were left out.
+func (a *Answer) AddReturnedFiles(files []fileset.File, unlisted int64, lim fileset.Limits) {
+	a.Returned = FileReturns{Files: files, Unlisted: unlisted, Limits: lim}
 	truncated := 0
-	for _, f := range c.files {
+	for _, f := range files {
 		k := fileset.ClassifyFile(f)
 		a.Files = append(a.Files, FileInfo{Path: f.Path, Size: f.Len(), MIMEType: k.MIME, Truncated: f.Truncated})
-		a.returned.kinds = append(a.returned.kinds, k)
+		a.Returned.Kinds = append(a.Returned.Kinds, k)
 		if f.Truncated {
 			truncated++
 		}
 	}
-	if truncated == 0 && c.unlisted == 0 {
+	if truncated == 0 && unlisted == 0 {
 		return
 	}
 	if a.Limit == nil {
 		limit := runtimes.LimitFilesOut
 		a.Limit = &limit
 		if a.Error == nil {
-			a.Error = &runtimes.ErrorInfo{Type: "FilesOutLimitError", Message: a.returned.limitMessage(truncated)}
+			a.Error = &runtimes.ErrorInfo{Type: "FilesOutLimitError", Message: a.Returned.limitMessage(truncated)}
 		}
 	}
 }
 
 // limitMessage says which files the files_out limit kept back.
-func (r returnedFiles) limitMessage(truncated int) string {
+func (r FileReturns) limitMessage(truncated int) string {
 	msg := fmt.Sprintf("files_out: %s not sent, over the limit of %s and %s per call; they are listed with truncated: true",
-		Count(int64(truncated), "file was", "files were"), runtimes.FormatBytes(r.lim.MaxBytes), Count(int64(r.lim.MaxFiles), "file", "files"))
-	if r.unlisted > 0 {
-		msg += fmt.Sprintf("; %d more were not even listed (at most %d are)", r.unlisted, fileset.MaxListed)
+		Count(int64(truncated), "file was", "files were"), runtimes.FormatBytes(r.Limits.MaxBytes), Count(int64(r.Limits.MaxFiles), "file", "files"))
+	if r.Unlisted > 0 {
+		msg += fmt.Sprintf("; %d more were not even listed (at most %d are)", r.Unlisted, fileset.MaxListed)
 	}
 	return msg
 }
@@ -179,43 +194,17 @@ func (a *Answer) filesText() string {
 	for i, f := range a.Files {
 		fmt.Fprintf(&b, "%s (%s, %d bytes)", f.Path, f.MIMEType, f.Size)
 		switch {
-		case i < len(a.returned.overAnswer) && a.returned.overAnswer[i]:
+		case i < len(a.Returned.OverAnswer) && a.Returned.OverAnswer[i]:
 			b.WriteString(": not sent, the answer would have been over its limit (--max-answer)")
 		case f.Truncated:
 			b.WriteString(": not sent, over the files_out limit")
 		}
 		b.WriteByte('\n')
 	}
-	if a.returned.unlisted > 0 {
-		fmt.Fprintf(&b, "[%s more not listed]\n", Count(a.returned.unlisted, "file", "files"))
+	if a.Returned.Unlisted > 0 {
+		fmt.Fprintf(&b, "[%s more not listed]\n", Count(a.Returned.Unlisted, "file", "files"))
 	}
 	return b.String()
-}
-
-// FileContents is the MCP content of the files returned and sent, in path
-// order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
-// image content, other files as embedded resources at
-// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
-// call, when the transport split the request, each file's content is a
-// placeholder that the transport replaces, encoding the file once.
-func (a *Answer) FileContents(call *toolcall.Call) []mcp.Content {
-	var out []mcp.Content
-	for i, f := range a.returned.files {
-		if f.Truncated {
-			continue
-		}
-		k := a.returned.kinds[i]
-		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
-		switch {
-		case k.Image:
-			out = append(out, mcp.NewImageContent(call.Base64(f.Data), k.MIME))
-		case k.Text:
-			out = append(out, mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
-		default:
-			out = append(out, mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
-		}
-	}
-	return out
 }
 
 // ReturnedFile is a file a call returned and sent, for capsule exec.
@@ -227,7 +216,7 @@ type ReturnedFile struct {
 // ReturnedFiles are the files the call returned and sent, in path order.
 func (a *Answer) ReturnedFiles() []ReturnedFile {
 	var out []ReturnedFile
-	for _, f := range a.returned.files {
+	for _, f := range a.Returned.Files {
 		if !f.Truncated {
 			out = append(out, ReturnedFile{Path: f.Path, Data: f.Data})
 		}

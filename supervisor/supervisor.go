@@ -1,5 +1,7 @@
-// Package supervisor is capsule's server side: the MCP tools, and the
-// workers that run each call in a fresh, locked-down process.
+// Package supervisor is capsule's engine: it runs each call, a Request,
+// in a fresh, locked-down worker process and returns its Answer. It knows
+// nothing of MCP; the tools, their arguments and the MCP answer are
+// package supervisor/mcp's.
 package supervisor
 
 import (
@@ -154,8 +156,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
-		for _, l := range languages {
-			s.pools[l.name] = newPool(s, l.name, cfg.Pool[l.name], cfg.MaxConcurrency, cfg.PoolIdle)
+		for _, lang := range runtimes.Languages {
+			s.pools[lang] = newPool(s, lang, cfg.Pool[lang], cfg.MaxConcurrency, cfg.PoolIdle)
 		}
 	}
 	return s, nil
@@ -215,6 +217,31 @@ func (s *Supervisor) shutdownAnswer(col *collector) *Answer {
 	a.Limit = &limit
 	a.Error = &runtimes.ErrorInfo{Type: "ShutdownError", Message: msg}
 	return a
+}
+
+// Config is the configuration the supervisor runs with, its defaults
+// applied (a --max-timeout left unset has risen to --timeout).
+func (s *Supervisor) Config() Config { return s.cfg }
+
+// PythonPackages are what Python calls import beyond the standard
+// library: the bundled packages (none when they are off) and the names
+// --python-path offers.
+func (s *Supervisor) PythonPackages() (bundled []python.BundledPackage, extra []string) {
+	return s.bundled, s.pythonPackages
+}
+
+// Refuse is the answer to a call refused before it ran, for err: one
+// that passes in more files than --max-files-in-count allows (a
+// *FilesCountError) hits the files_in limit, named with its note; any
+// other error is an ArgumentError.
+func (s *Supervisor) Refuse(language string, err error) *Answer {
+	var tooMany *FilesCountError
+	if errors.As(err, &tooMany) {
+		a := filesCountAnswer(tooMany)
+		a.limitNote = s.limitNote(a, language, 0)
+		return a
+	}
+	return errorAnswer("ArgumentError", err.Error())
 }
 
 // Cgroup says whether each worker gets a memory cgroup of its own.

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"capsule/runtimes"
@@ -56,35 +54,5 @@ func TestPickVariant(t *testing.T) {
 	s.cfg.BundledPackages = false
 	if names, required := s.variantsFor(py("import numpy")); names != nil || required {
 		t.Errorf("without the bundled packages: variants %q, required %t", names, required)
-	}
-}
-
-func TestPythonVariantsFlag(t *testing.T) {
-	cases := []struct {
-		name    string
-		env     map[string]string
-		args    []string
-		want    []string
-		wantErr string
-	}{
-		{name: "default: all", want: []string{"numpy", "sympy", "documents", "networkx"}},
-		{name: "some", args: []string{"--python-variants", "networkx, sympy,networkx"}, want: []string{"networkx", "sympy"}},
-		{name: "none", env: map[string]string{"CAPSULE_PYTHON_VARIANTS": "none"}, want: nil},
-		{name: "empty is none", args: []string{"--python-variants="}, want: nil},
-		{name: "unknown", args: []string{"--python-variants", "pandas"}, wantErr: `unknown Python snapshot variant "pandas": the variants are numpy, sympy, documents, networkx`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg, err := parseConfig(t, c.env, c.args)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(cfg.PythonVariants, c.want) {
-				t.Fatalf("variants %q, %v; want %q", cfg.PythonVariants, err, c.want)
-			}
-		})
 	}
 }

@@ -57,17 +57,17 @@ func parseFlags(fs *flag.FlagSet, parse func() error) (int, bool) {
 }
 
 // register defines the shared flags on e.
-func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
+func (c *commonFlags) register(e *EnvFlags, fs *flag.FlagSet) {
 	c.cfg = supervisor.DefaultConfig()
-	c.cfg.RegisterFlags(e)
+	registerConfigFlags(e, &c.cfg)
 	c.logLevel = "info"
-	e.Var(supervisor.StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
-	e.Var(supervisor.BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
+	e.Var(StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
+	e.Var(BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
 }
 
 // parse parses args and reports whether the command should go on, and
 // with which exit status otherwise.
-func parse(e *supervisor.EnvFlags, args []string) (int, bool) {
+func parse(e *EnvFlags, args []string) (int, bool) {
 	return parseFlags(e.FlagSet(), func() error { return e.Parse(args) })
 }
 

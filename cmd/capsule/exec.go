@@ -26,7 +26,7 @@ const execSynopsis = "capsule exec LANG [flags] (-c CODE | FILE | -)\n\n" +
 
 func execCommand(args []string) int {
 	fs := newFlagSet("exec", execSynopsis)
-	e := supervisor.NewEnvFlags(fs)
+	e := NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
 	code := fs.String("c", "", "the code to run")

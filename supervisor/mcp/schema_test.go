@@ -1,4 +1,4 @@
-package supervisor
+package mcp
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/supervisor"
 )
 
 // portableKeywords are the JSON Schema keywords the tools' schemas may
@@ -71,7 +72,7 @@ func lintSchema(path string, schema any) []string {
 // none of the warnings above, and every limit an answer can name is in
 // the output schema's enum.
 func TestOutputSchemaIsPortable(t *testing.T) {
-	s := &Supervisor{cfg: DefaultConfig()}
+	s := &tools{cfg: supervisor.DefaultConfig()}
 	for _, l := range languages {
 		b, err := json.Marshal(s.tool(l))
 		if err != nil {
@@ -100,16 +101,17 @@ func TestOutputSchemaIsPortable(t *testing.T) {
 // against the output schema as a client checks structuredContent.
 func TestAnswersConformToOutputSchema(t *testing.T) {
 	typ, repr := "tuple", "(1, 2)"
-	answers := []*Answer{
+	scratch := runtimes.LimitScratch
+	answers := []*supervisor.Answer{
 		{Result: json.RawMessage(`[1,2]`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`"x"`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`{"a":null}`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`1.5`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`true`), ResultType: &typ, ResultRepr: &repr},
 		{},
-		errorAnswer("ZeroDivisionError", "division by zero"),
-		limitAnswer(runtimes.LimitScratch, "ScratchLimitError", "scratch: full"),
-		{Files: []FileInfo{{Path: "a.csv", Size: 3, MIMEType: "text/csv"}, {Path: "b.png", Size: 9, MIMEType: "image/png", Truncated: true}}},
+		{Error: &runtimes.ErrorInfo{Type: "ZeroDivisionError", Message: "division by zero"}},
+		{Limit: &scratch, Error: &runtimes.ErrorInfo{Type: "ScratchLimitError", Message: "scratch: full"}},
+		{Files: []supervisor.FileInfo{{Path: "a.csv", Size: 3, MIMEType: "text/csv"}, {Path: "b.png", Size: 9, MIMEType: "image/png", Truncated: true}}},
 	}
 	for _, a := range answers {
 		b, err := json.Marshal(a)

@@ -1,12 +1,15 @@
-package supervisor
+package mcp
 
 import (
 	"fmt"
+	"net/url"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/supervisor"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // filesSchema is the output schema of Answer.Files.
@@ -24,17 +27,17 @@ const filesSchema = `"type": "array",
       }`
 
 // filesArgument is the tools' `files` parameter.
-func (s *Supervisor) filesArgument(l language) mcp.ToolOption {
+func (s *tools) filesArgument(l language) mcpgo.ToolOption {
 	where := "written into /tmp, the working directory, before the code runs (subdirectories are made)"
 	if l.name == runtimes.JavaScript {
 		where = "given to the code as the frozen global `files`: path → string, or Uint8Array for base64 content"
 	}
-	return mcp.WithObject("files",
-		mcp.Description(fmt.Sprintf("Files to pass in: an object mapping a relative path (such as \"data.csv\" or \"in/a.json\"; "+
+	return mcpgo.WithObject("files",
+		mcpgo.Description(fmt.Sprintf("Files to pass in: an object mapping a relative path (such as \"data.csv\" or \"in/a.json\"; "+
 			"no \"..\", at most %d bytes and %d levels, not under outputs/) to its content, a string of UTF-8 text or "+
 			"{\"base64\": \"...\"} for bytes; %s. At most %s in all.",
 			fileset.MaxPathBytes, fileset.MaxDepth, where, s.cfg.Limits.MaxFilesIn)),
-		mcp.AdditionalProperties(map[string]any{
+		mcpgo.AdditionalProperties(map[string]any{
 			"anyOf": []any{
 				map[string]any{"type": "string"},
 				map[string]any{
@@ -49,7 +52,7 @@ func (s *Supervisor) filesArgument(l language) mcp.ToolOption {
 
 // filesAbout says in the tool description how files go in and come back,
 // with an example an agent can copy.
-func (s *Supervisor) filesAbout(l language) string {
+func (s *tools) filesAbout(l language) string {
 	lim := s.cfg.Limits
 	out := fmt.Sprintf("they come back after the text, even after an error or a timeout: PNG, JPEG, GIF and WebP "+
 		"as images, other files as resources (text for csv, tsv, json, txt, md, html, svg, xml, yaml), at most %s and %d "+
@@ -72,4 +75,30 @@ func (s *Supervisor) filesAbout(l language) string {
 		"`import csv, collections\\nt = collections.Counter()\\nfor r in csv.DictReader(open('sales.csv')):\\n" +
 		"    t[r['region']] += float(r['amount'])\\nwith open('outputs/summary.csv', 'w', newline='') as f:\\n" +
 		"    csv.writer(f).writerows([('region', 'total'), *sorted(t.items())])`"
+}
+
+// fileContents is the MCP content of the files returned and sent, in path
+// order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
+// image content, other files as embedded resources at
+// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
+// call, when the transport split the request, each file's content is a
+// placeholder that the transport replaces, encoding the file once.
+func fileContents(a *supervisor.Answer, call *toolcall.Call) []mcpgo.Content {
+	var out []mcpgo.Content
+	for i, f := range a.Returned.Files {
+		if f.Truncated {
+			continue
+		}
+		k := a.Returned.Kinds[i]
+		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
+		switch {
+		case k.Image:
+			out = append(out, mcpgo.NewImageContent(call.Base64(f.Data), k.MIME))
+		case k.Text:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
+		default:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
+		}
+	}
+	return out
 }
