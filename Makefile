@@ -45,10 +45,12 @@ assets: python-wasm javascript-wasm compiled-images
 # standard library, then the bundled packages, whose bytecode must match the
 # interpreter's.
 python-wasm: wazero
+	runtimes/placeholders.sh --remove python
 	runtimes/python/build.sh
 	runtimes/python/bundle.sh
 
 javascript-wasm: wazero
+	runtimes/placeholders.sh --remove javascript
 	runtimes/javascript/fetch.sh
 
 # The runtimes' modules compiled at build time, which linux/amd64 and
@@ -57,9 +59,11 @@ javascript-wasm: wazero
 # release architecture for the release binaries and the tests that build
 # them, another architecture's written under qemu-user (write.sh).
 compiled-images: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/placeholders.sh --remove compiled
 	GO=$(GO) runtimes/compiled/write.sh
 
 compiled-images-release: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/placeholders.sh --remove compiled
 	GO=$(GO) runtimes/compiled/write.sh $(RELEASE_ARCHS)
 
 # staticcheck from the Go module proxy at a pinned version, run with
@@ -104,6 +108,7 @@ test-arm64: compiled-images-release wazero
 # go.mod's replace points) and made again when a patch changes.
 wazero:
 	GO=$(GO) runtimes/wazero/prepare.sh
+	GO=$(GO) runtimes/placeholders.sh
 
 # The patches' own tests, in the prepared tree.
 wazero-check: wazero

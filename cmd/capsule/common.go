@@ -10,6 +10,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"capsule/runtimes/compiled"
+	"capsule/runtimes/javascript"
+	"capsule/runtimes/python"
 	"capsule/supervisor"
 )
 
@@ -102,7 +105,17 @@ func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, e
 		// Immune to the binary being replaced or moved while we run.
 		exe = "/proc/self/exe"
 	}
+	if err := runtimesBuilt(); err != nil {
+		return nil, err
+	}
 	return supervisor.New(c.cfg, log, exe)
+}
+
+// runtimesBuilt reports an error when the binary embeds the placeholders
+// of `make wazero` for a runtime rather than the runtime: it could answer
+// no call of that language.
+func runtimesBuilt() error {
+	return errors.Join(python.Built(), javascript.Built(), compiled.Built())
 }
 
 // startFailed reports why the supervisor could not start and returns the

@@ -69,10 +69,12 @@ func TestArgumentErrorsAreStructured(t *testing.T) {
 }
 
 // newTestTools are the tools on a supervisor with cfg that starts no
-// worker until a call runs.
+// worker until a call runs. The bundled packages are off: listing them
+// reads the built Python runtime, which the unit tests do without.
 func newTestTools(t *testing.T, cfg supervisor.Config) *tools {
 	t.Helper()
 	cfg.CacheDir = ""
+	cfg.BundledPackages = false
 	sup, err := supervisor.New(cfg, hclog.NewNullLogger(), "/nonexistent/capsule")
 	if err != nil {
 		t.Fatal(err)
