@@ -22,7 +22,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
 	"capsule/runtimes/python"
@@ -534,45 +533,6 @@ func (s *Supervisor) startWorker(ctx context.Context, name snapcache.Name) (*pro
 		return nil, scarcity.Classify(err, stderr)
 	}
 	return p, nil
-}
-
-// run sends the request to a ready worker and collects its answer, killing
-// it at the deadline or when ctx is cancelled.
-func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout time.Duration) *Answer {
-	col := newCollector(int64(s.cfg.Limits.MaxOutput))
-	col.files = newFileCollector(s.filesOutLimits())
-	if err := sendRequest(p, req, timeout); err != nil {
-		return col.answer(nil, fmt.Errorf("sending the request: %w", p.describeEnd(err)))
-	}
-	// The frames are read on this goroutine, with the deadline, the
-	// cancellation and the shutdown all turned into a read deadline: every
-	// goroutine hand-off on this path costs a wake-up, which in a virtual
-	// machine is a measurable part of a trivial call.
-	defer s.watchMemory(p)()
-	_ = p.fromWkr.SetReadDeadline(time.Now().Add(timeout + killGrace))
-	interrupt := func() { _ = p.fromWkr.SetReadDeadline(time.Now()) }
-	defer context.AfterFunc(ctx, interrupt)()
-	defer context.AfterFunc(s.stopped, interrupt)()
-	result, err := col.read(p.in)
-	switch {
-	case err == nil:
-		return col.answer(result, nil)
-	case errors.Is(err, errWorkerEnded):
-		end := p.exitError()
-		s.log.Debug("worker ended without answering", "language", p.language, "how", end, "stderr", p.stderr.String())
-		return col.answer(nil, end)
-	}
-	p.kill() // stopped, or it broke the protocol: nothing more it says counts
-	switch {
-	case !errors.Is(err, os.ErrDeadlineExceeded):
-		return col.answer(nil, err)
-	case s.stopped.Err() != nil:
-		return s.shutdownAnswer(col)
-	case ctx.Err() != nil:
-		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
-	}
-	o := runtimes.TimeoutOutcome(timeout)
-	return col.answer(&ipc.Done{Error: o.Error, Limit: o.Limit}, nil)
 }
 
 // logExecution writes the one log line every execution gets. The code

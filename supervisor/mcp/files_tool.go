@@ -2,14 +2,11 @@ package mcp
 
 import (
 	"fmt"
-	"net/url"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/supervisor"
-	"capsule/supervisor/mcp/toolcall"
 )
 
 // filesSchema is the output schema of Answer.Files.
@@ -75,30 +72,4 @@ func (s *tools) filesAbout(l language) string {
 		"`import csv, collections\\nt = collections.Counter()\\nfor r in csv.DictReader(open('sales.csv')):\\n" +
 		"    t[r['region']] += float(r['amount'])\\nwith open('outputs/summary.csv', 'w', newline='') as f:\\n" +
 		"    csv.writer(f).writerows([('region', 'total'), *sorted(t.items())])`"
-}
-
-// fileContents is the MCP content of the files returned and sent, in path
-// order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
-// image content, other files as embedded resources at
-// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
-// call, when the transport split the request, each file's content is a
-// placeholder that the transport replaces, encoding the file once.
-func fileContents(a *supervisor.Answer, call *toolcall.Call) []mcpgo.Content {
-	var out []mcpgo.Content
-	for i, f := range a.Returned.Files {
-		if f.Truncated {
-			continue
-		}
-		k := a.Returned.Kinds[i]
-		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
-		switch {
-		case k.Image:
-			out = append(out, mcpgo.NewImageContent(call.Base64(f.Data), k.MIME))
-		case k.Text:
-			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
-		default:
-			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
-		}
-	}
-	return out
 }

@@ -339,24 +339,8 @@ func (s *tools) handler(lang string) server.ToolHandlerFunc {
 			defer stop()
 		}
 		a := s.sup.Execute(ctx, supervisor.Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
-		idLen := 0
-		if call != nil {
-			idLen = len(call.ID)
-		}
-		fit(a, int64(s.cfg.Limits.MaxAnswer), idLen)
-		res := toolResult(a)
-		res.Content = append(res.Content, fileContents(a, call)...)
-		return res, nil
+		return toolAnswer(a, call, int64(s.cfg.Limits.MaxAnswer)), nil
 	}
-}
-
-// answerResult is the tool result of a call refused before it ran (its
-// arguments, a limit): an error with the same structuredContent as any
-// other answer, as the output schema promises.
-func answerResult(a *supervisor.Answer) *mcpgo.CallToolResult {
-	res := mcpgo.NewToolResultStructured(a, a.Text())
-	res.IsError = true
-	return res
 }
 
 // checkTimeout refuses a timeout_seconds above --max-timeout, as the input

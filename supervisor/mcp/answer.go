@@ -14,6 +14,7 @@ import (
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
 	"capsule/supervisor"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // answerEnvelope is what an answer's encoding may add around the tool
@@ -27,6 +28,29 @@ const answerEnvelope = 8 << 10
 // is written once the answer is fitted, twice (text and structured
 // content).
 const limitReserve = 2 << 10
+
+// toolAnswer is the tool result of a call's answer: fitted within max
+// bytes as the transport encodes it, with the files sent as content after
+// the text (through call, when the transport split the request).
+func toolAnswer(a *supervisor.Answer, call *toolcall.Call, max int64) *mcpgo.CallToolResult {
+	idLen := 0
+	if call != nil {
+		idLen = len(call.ID)
+	}
+	fit(a, max, idLen)
+	res := toolResult(a)
+	res.Content = append(res.Content, fileContents(a, call)...)
+	return res
+}
+
+// answerResult is the tool result of a call refused before it ran (its
+// arguments, a limit): an error with the same structuredContent as any
+// other answer, as the output schema promises.
+func answerResult(a *supervisor.Answer) *mcpgo.CallToolResult {
+	res := mcpgo.NewToolResultStructured(a, a.Text())
+	res.IsError = true
+	return res
+}
 
 // toolResult is the MCP tool result of the answer, without the files'
 // contents (FileContents adds them).
@@ -333,4 +357,30 @@ func contentSize(a *supervisor.Answer, i int) int64 {
 	}
 	b, _ := json.Marshal(shell)
 	return int64(len(b)) + data
+}
+
+// fileContents is the MCP content of the files returned and sent, in path
+// order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
+// image content, other files as embedded resources at
+// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
+// call, when the transport split the request, each file's content is a
+// placeholder that the transport replaces, encoding the file once.
+func fileContents(a *supervisor.Answer, call *toolcall.Call) []mcpgo.Content {
+	var out []mcpgo.Content
+	for i, f := range a.Returned.Files {
+		if f.Truncated {
+			continue
+		}
+		k := a.Returned.Kinds[i]
+		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
+		switch {
+		case k.Image:
+			out = append(out, mcpgo.NewImageContent(call.Base64(f.Data), k.MIME))
+		case k.Text:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
+		default:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
+		}
+	}
+	return out
 }
