@@ -32,10 +32,6 @@ const (
 	JavaScript = "javascript"
 )
 
-// Languages are the languages capsule runs, in the order the tools are
-// listed.
-var Languages = []string{Python, JavaScript}
-
 // Limit names reported in Outcome.Limit and in the tool's structured result.
 const (
 	LimitTimeout  = "timeout"

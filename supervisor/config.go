@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 )
 
@@ -70,7 +70,10 @@ var DefaultLimits = Limits{
 
 // Config is everything the supervisor is configured with.
 type Config struct {
-	Limits Limits
+	// Languages is the table of languages calls may run, which
+	// cmd/capsule makes from the runtime packages.
+	Languages runtimes.Languages
+	Limits    Limits
 	// MaxConcurrency is how many executions run at once; more wait.
 	MaxConcurrency int
 	// MaxQueue is how many calls may wait for a slot; beyond it a call is
@@ -105,23 +108,33 @@ type Config struct {
 	// Python runtime (sympy, networkx, ...) importable in every Python
 	// call, before PythonPath's.
 	BundledPackages bool
-	// PythonVariants names the Python snapshot variants in use
-	// (python.Variants): interpreters with heavy bundled packages already
+	// PythonVariants names the Python snapshot variants in use (of
+	// Python's Language.Variants): interpreters with heavy bundled packages already
 	// imported, each made on its first call.
 	PythonVariants []string
 }
 
-// DefaultConfig returns the configuration with every default applied.
-func DefaultConfig() Config {
+// DefaultConfig returns the configuration for languages with every
+// default applied: two ready workers each, and every snapshot variant.
+func DefaultConfig(languages runtimes.Languages) Config {
+	pool := map[string]int{}
+	var variants []string
+	for _, l := range languages {
+		pool[l.Name] = 2
+		if l.Name == runtimes.Python {
+			variants = l.Variants
+		}
+	}
 	return Config{
+		Languages:       languages,
 		Limits:          DefaultLimits,
 		MaxConcurrency:  runtime.NumCPU(),
 		MaxQueue:        256,
 		CacheDir:        DefaultCacheDir(),
-		Pool:            map[string]int{runtimes.Python: 2, runtimes.JavaScript: 2},
+		Pool:            pool,
 		PoolIdle:        time.Minute,
 		BundledPackages: true,
-		PythonVariants:  python.VariantNames(),
+		PythonVariants:  slices.Clone(variants),
 		Isolation:       isolation.Options{UID: isolation.DefaultID, GID: isolation.DefaultID, HostUID: defaultHostID(), HostGID: defaultHostID()},
 	}
 }

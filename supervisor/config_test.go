@@ -9,7 +9,7 @@ import (
 // TestValidateMaxAnswer: an answer limit too small for an answer's text
 // is refused at start, naming the flag and the least it may be.
 func TestValidateMaxAnswer(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := DefaultConfig(nil)
 	cfg.Limits.MaxAnswer = 1 << 10
 	err := cfg.Validate()
 	if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "max-answer 1KiB is too small") || !strings.Contains(err.Error(), "64KiB") {

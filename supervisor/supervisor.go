@@ -24,7 +24,6 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 	"capsule/supervisor/scarcity"
 	"capsule/supervisor/snapcache"
@@ -79,9 +78,9 @@ type Supervisor struct {
 	// pythonPackages names what --python-path offers, for the tool
 	// description.
 	pythonPackages []string
-	// bundled lists the bundled packages when they are on, for the tool
-	// description.
-	bundled []python.BundledPackage
+	// bundled lists the bundled packages when they are on, as Python's
+	// Packages.Bundled names them, for the tool description.
+	bundled []string
 	// packagesDigest stands for what Python's imports see beyond the
 	// runtime's own files (--python-path's packages, the bundle switched
 	// off), part of Python's snapshot key; empty when there is nothing.
@@ -119,10 +118,12 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		// Every Python call would fail on it.
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	var bundled []python.BundledPackage
+	var bundled []string
 	if cfg.BundledPackages {
-		if bundled, err = python.Bundled(); err != nil {
-			return nil, err
+		if py, ok := cfg.Languages.Lookup(runtimes.Python); ok && py.Packages != nil {
+			if bundled, err = py.Packages.Bundled(); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		packagesDigest = withoutBundle(packagesDigest)
@@ -155,8 +156,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
-		for _, lang := range runtimes.Languages {
-			s.pools[lang] = newPool(s, lang, cfg.Pool[lang], cfg.MaxConcurrency, cfg.PoolIdle)
+		for _, l := range cfg.Languages {
+			s.pools[l.Name] = newPool(s, l.Name, cfg.Pool[l.Name], cfg.MaxConcurrency, cfg.PoolIdle)
 		}
 	}
 	return s, nil
@@ -223,9 +224,9 @@ func (s *Supervisor) shutdownAnswer(col *collector) *Answer {
 func (s *Supervisor) Config() Config { return s.cfg }
 
 // PythonPackages are what Python calls import beyond the standard
-// library: the bundled packages (none when they are off) and the names
-// --python-path offers.
-func (s *Supervisor) PythonPackages() (bundled []python.BundledPackage, extra []string) {
+// library: the bundled packages (none when they are off), each as
+// "module/module version", and the names --python-path offers.
+func (s *Supervisor) PythonPackages() (bundled, extra []string) {
 	return s.bundled, s.pythonPackages
 }
 
@@ -598,20 +599,20 @@ func checkPythonPath(cfg *Config) ([]string, string, error) {
 		return nil, "", fmt.Errorf("python path: %w", err)
 	}
 	cfg.PythonPath = abs
-	var reader *python.Reader
-	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
-		reader = &python.Reader{UID: uid, GID: gid}
+	py, ok := cfg.Languages.Lookup(runtimes.Python)
+	if !ok || py.Packages == nil {
+		return nil, "", fmt.Errorf("python path %s: this server runs no Python that takes packages", abs)
 	}
-	pk, err := python.OpenPackagesAs(abs, reader)
+	var reader *runtimes.IDs
+	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
+		reader = &runtimes.IDs{UID: uid, GID: gid}
+	}
+	names, digest, err := py.Packages.Open(abs, reader)
 	if err != nil {
 		return nil, "", err
 	}
-	defer pk.Close()
-	if err := pk.Verify(); err != nil {
-		return nil, "", err
-	}
-	if len(pk.Names) == 0 {
+	if len(names) == 0 {
 		return nil, "", fmt.Errorf("python path %s holds no importable package or module", abs)
 	}
-	return pk.Names, pk.Digest(), nil
+	return names, digest, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/python"
 	"capsule/supervisor/snapcache"
 )
 
@@ -11,7 +12,7 @@ import (
 // among those configured, and from the plain snapshot otherwise; one that
 // imports numpy requires numpy's module, configured or not.
 func TestPickVariant(t *testing.T) {
-	s := &Supervisor{cfg: Config{BundledPackages: true}}
+	s := &Supervisor{cfg: Config{BundledPackages: true, Languages: runtimes.Languages{python.Language()}}}
 	vs := &variants{byName: map[string]*variant{}}
 	for _, name := range []string{"sympy", "networkx"} {
 		vs.byName[name] = &variant{name: snapcache.Name{Language: runtimes.Python, Variant: name}}

@@ -61,7 +61,7 @@ func parseFlags(fs *flag.FlagSet, parse func() error) (int, bool) {
 
 // register defines the shared flags on e.
 func (c *commonFlags) register(e *EnvFlags, fs *flag.FlagSet) {
-	c.cfg = supervisor.DefaultConfig()
+	c.cfg = supervisor.DefaultConfig(languages())
 	registerConfigFlags(e, &c.cfg)
 	c.logLevel = "info"
 	e.Var(StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")

@@ -57,7 +57,7 @@ func doctor(args []string) int {
 	cg := sup.Cgroup()
 	layers = append(layers, doctorLayer{Name: "memory_cgroup", Active: cg.Active, Reason: cg.Reason, info: true})
 	layers = append(layers, checkAssets())
-	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
+	for _, lang := range languages().Names() {
 		layers = append(layers, checkRuntime(sup, lang))
 	}
 	layers = append(layers, cacheLayer(sup), snapshotLayer(sup)) // after the runtimes filled them

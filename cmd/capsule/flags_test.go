@@ -83,7 +83,7 @@ func parseConfig(t *testing.T, env map[string]string, args []string) (supervisor
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg := supervisor.DefaultConfig()
+	cfg := supervisor.DefaultConfig(languages())
 	e := NewEnvFlags(fs)
 	registerConfigFlags(e, &cfg)
 	return cfg, e.Parse(args)
@@ -109,7 +109,7 @@ func TestValidateMaxTimeout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			cfg := supervisor.DefaultConfig()
+			cfg := supervisor.DefaultConfig(languages())
 			e := NewEnvFlags(fs)
 			registerConfigFlags(e, &cfg)
 			if err := e.Parse(tt.args); err != nil {

@@ -24,9 +24,9 @@ const filesSchema = `"type": "array",
       }`
 
 // filesArgument is the tools' `files` parameter.
-func (s *tools) filesArgument(l language) mcpgo.ToolOption {
+func (s *tools) filesArgument(l runtimes.Language) mcpgo.ToolOption {
 	where := "written into /tmp, the working directory, before the code runs (subdirectories are made)"
-	if l.name == runtimes.JavaScript {
+	if l.Name == runtimes.JavaScript {
 		where = "given to the code as the frozen global `files`: path → string, or Uint8Array for base64 content"
 	}
 	return mcpgo.WithObject("files",
@@ -49,13 +49,13 @@ func (s *tools) filesArgument(l language) mcpgo.ToolOption {
 
 // filesAbout says in the tool description how files go in and come back,
 // with an example an agent can copy.
-func (s *tools) filesAbout(l language) string {
+func (s *tools) filesAbout(l runtimes.Language) string {
 	lim := s.cfg.Limits
 	out := fmt.Sprintf("they come back after the text, even after an error or a timeout: PNG, JPEG, GIF and WebP "+
 		"as images, other files as resources (text for csv, tsv, json, txt, md, html, svg, xml, yaml), at most %s and %d "+
 		"files per call, and only what fits in an answer of %s after the output (beyond that they are listed as truncated). ",
 		lim.MaxFilesOut, lim.MaxFilesOutCount, lim.MaxAnswer)
-	if l.name == runtimes.JavaScript {
+	if l.Name == runtimes.JavaScript {
 		return "Files: `files` passes files in (see its description), which the code reads from the global `files`. " +
 			"To return files, set entries of the global `outputs` object to a string or a Uint8Array; " + out +
 			"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +

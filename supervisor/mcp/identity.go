@@ -6,8 +6,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"capsule/runtimes"
 )
 
 // The server's identity in initialize. There is no website: capsule is
@@ -37,14 +35,9 @@ func icon(left, right string) mcpgo.Icon {
 	}
 }
 
-// Icons: the server's, and each language's in that language's colours.
-var (
-	serverIcon = icon("#5b8def", "#f2f2f2")
-	toolIcons  = map[string]mcpgo.Icon{
-		runtimes.Python:     icon("#3776ab", "#ffd43b"),
-		runtimes.JavaScript: icon("#f7df1e", "#323330"),
-	}
-)
+// serverIcon is the server's icon; each tool's is a pill in its
+// language's colours (runtimes.Tool).
+var serverIcon = icon("#5b8def", "#f2f2f2")
 
 // instructions tell the model how to use the tools well, with the limits
 // this server was started with.

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/runtimes/python"
 	"capsule/supervisor"
 	"capsule/supervisor/mcp/toolcall"
 )
@@ -70,49 +68,13 @@ const outputSchema = `{
 // enum lists them.
 const limitNames = `"timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "answer", "shutdown"`
 
-// language describes one tool: its name and how its description reads.
-type language struct {
-	name  string // runtimes.Python, runtimes.JavaScript
-	tool  string
-	title string
-	about string // what runs, stated first in the description
-	// inputsIn says where the code finds `inputs`.
-	inputsIn string
-}
-
-var languages = []language{
-	{
-		name:     runtimes.Python,
-		tool:     "execute_python",
-		title:    "Run Python",
-		inputsIn: "a global variable in Python",
-		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
-			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no pandas, no scipy, no pip installs, " +
-			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
-			"notebook cell: its repr, and exact JSON where it maps) come back.",
-	},
-	{
-		name:     runtimes.JavaScript,
-		tool:     "execute_javascript",
-		title:    "Run JavaScript",
-		inputsIn: "a global in JavaScript",
-		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh plain script in global scope; " +
-			"top-level await works. console.log/info/debug write to stdout, console.error/warn to stderr; " +
-			"setTimeout, setInterval, queueMicrotask work. No Node or browser APIs beyond console and timers " +
-			"(no require, process, fetch), no ES modules (import/export are SyntaxErrors, import() rejects), " +
-			"no Atomics. stdout, stderr and the value of the last expression come back: a native Promise is " +
-			"awaited (other thenables are not); the value is shown as node's REPL shows it, and as exact JSON " +
-			"for plain objects and arrays of JSON values, without calling toJSON, getters or any other code of the value.",
-	},
-}
-
 // tools serves capsule's tools on a supervisor.
 type tools struct {
 	sup *supervisor.Supervisor
 	cfg supervisor.Config
 	// bundled and pythonPackages are what Python calls import beyond the
 	// standard library, for the tool description.
-	bundled        []python.BundledPackage
+	bundled        []string
 	pythonPackages []string
 }
 
@@ -123,24 +85,24 @@ func NewServer(sup *supervisor.Supervisor, extra ...server.ServerOption) *server
 	s.bundled, s.pythonPackages = sup.PythonPackages()
 	opts := append([]server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}, s.identity()...)
 	srv := server.NewMCPServer("capsule", supervisor.Version, append(opts, extra...)...)
-	for _, l := range languages {
-		srv.AddTool(s.tool(l), s.handler(l.name))
+	for _, l := range s.cfg.Languages {
+		srv.AddTool(s.tool(l), s.handler(l.Name))
 	}
 	return srv
 }
 
-func (s *tools) tool(l language) mcpgo.Tool {
+func (s *tools) tool(l runtimes.Language) mcpgo.Tool {
 	lim := s.cfg.Limits
 	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
 		"dropped), %d characters of code and %s of inputs. %s",
-		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode, s.filesAbout(l))
-	return mcpgo.NewTool(l.tool,
+		l.Tool.About, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode, s.filesAbout(l))
+	return mcpgo.NewTool(l.Tool.Name,
 		mcpgo.WithDescription(desc),
-		mcpgo.WithToolTitle(l.title),
-		mcpgo.WithToolIcons(toolIcons[l.name]),
-		mcpgo.WithTitleAnnotation(l.title),
+		mcpgo.WithToolTitle(l.Tool.Title),
+		mcpgo.WithToolIcons(icon(l.Tool.Colours[0], l.Tool.Colours[1])),
+		mcpgo.WithTitleAnnotation(l.Tool.Title),
 		// Nothing outside the sandbox changes, and nothing is reachable.
 		mcpgo.WithReadOnlyHintAnnotation(true),
 		mcpgo.WithDestructiveHintAnnotation(false),
@@ -158,7 +120,7 @@ func (s *tools) tool(l language) mcpgo.Tool {
 				lim.Timeout.Seconds(), MinTimeout.Seconds(), lim.MaxTimeout.Seconds()))),
 		mcpgo.WithObject("inputs", mcpgo.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
-				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.inputsIn, lim.MaxCode, MaxInputsDepth))),
+				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.Tool.InputsIn, lim.MaxCode, MaxInputsDepth))),
 		s.filesArgument(l),
 		mcpgo.WithSchemaAdditionalProperties(false),
 		mcpgo.WithRawOutputSchema(json.RawMessage(outputSchema)),
@@ -392,18 +354,16 @@ func reportProgress(ctx context.Context, token mcpgo.ProgressToken) (stop func()
 
 // files says what a language's code sees of a file system, for its tool
 // description.
-func (s *tools) files(l language) string {
-	if l.name != runtimes.Python {
+func (s *tools) files(l runtimes.Language) string {
+	if l.Name != runtimes.Python {
 		return "There is no file system and no network"
 	}
 	var b strings.Builder
 	if len(s.bundled) > 0 {
-		if v := python.NumpyVersion(); v != "" {
-			fmt.Fprintf(&b, "numpy %s is built in (numpy.linalg without BLAS, numpy.fft, numpy.random, "+
-				"numpy.polynomial, numpy.ma; 32-bit: its default int is int32, and no floating-point errors "+
-				"are signalled). ", v)
+		if l.Packages != nil {
+			b.WriteString(l.Packages.BuiltIn())
 		}
-		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", bundledList(s.bundled))
+		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", strings.Join(s.bundled, ", "))
 	}
 	if len(s.pythonPackages) > 0 {
 		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
@@ -417,15 +377,4 @@ func (s *tools) files(l language) string {
 	}
 	b.WriteString(". There is no network")
 	return b.String()
-}
-
-// bundledList names the bundled packages as a call imports them, each with
-// its upstream version: "attr/attrs 22.2.0, bs4 4.11.2, ...".
-func bundledList(pkgs []python.BundledPackage) string {
-	items := make([]string, 0, len(pkgs))
-	for _, p := range pkgs {
-		items = append(items, strings.Join(p.Modules, "/")+" "+p.UpstreamVersion())
-	}
-	slices.Sort(items)
-	return strings.Join(items, ", ")
 }

@@ -18,7 +18,7 @@ import (
 // declare an output schema), with error type ArgumentError and a message
 // naming what is wrong, and isError set.
 func TestArgumentErrorsAreStructured(t *testing.T) {
-	s := newTestTools(t, supervisor.DefaultConfig())
+	s := newTestTools(t, supervisor.DefaultConfig(testLanguages))
 	tests := []struct {
 		name string
 		args string

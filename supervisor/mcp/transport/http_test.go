@@ -471,7 +471,7 @@ func TestResolveToken(t *testing.T) {
 			}
 			o := DefaultServeOptions()
 			o.HTTP, o.AuthTokenFile = c.http, c.file
-			err := o.Resolve(supervisor.DefaultConfig())
+			err := o.Resolve(supervisor.DefaultConfig(nil))
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error = %v, want one mentioning %q", err, c.wantErr)
@@ -489,7 +489,7 @@ func TestResolveToken(t *testing.T) {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	cfg := supervisor.DefaultConfig()
+	cfg := supervisor.DefaultConfig(nil)
 	cfg.MaxConcurrency = 3
 	cfg.Limits.MaxCode = 2 << 20
 	o := DefaultServeOptions()
