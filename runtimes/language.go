@@ -42,6 +42,31 @@ type Language struct {
 	// Packages is how the language takes packages beyond its own library,
 	// or nil for none.
 	Packages *Packages
+	// Files is how the language's code takes files in and gives them
+	// back.
+	Files Files
+}
+
+// Files is how a language's code takes files in and gives them back.
+type Files struct {
+	// InScratch says the files passed in are written into the code's
+	// private writable directory (/tmp, also the working directory),
+	// counted against --scratch, and the files returned are what the code
+	// leaves in /tmp/outputs; otherwise the code gets them, and returns
+	// files, as values (JavaScript's globals files and outputs).
+	InScratch bool
+	// Argument says, in the `files` argument's description, where the
+	// code finds the files passed in.
+	Argument string
+	// Usage says, in the tool's description, how the code reads and
+	// returns files, with an example; %s stands for how they come back.
+	Usage string
+	// NoScratch replaces Usage for an InScratch language on a server that
+	// gives it no writable directory (--scratch 0).
+	NoScratch string
+	// LargeOutput says how the code returns large data rather than print
+	// it, in the output limit's note.
+	LargeOutput string
 }
 
 // Tool is how a language's MCP tool reads.

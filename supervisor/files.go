@@ -25,7 +25,7 @@ func (s *Supervisor) checkFiles(req Request) *Answer {
 		return limitAnswer(runtimes.LimitFilesIn, "FilesInLimitError",
 			fmt.Sprintf("files_in: the files passed in are %d bytes in all, over the %s limit", n, lim.MaxFilesIn))
 	}
-	if req.Language != runtimes.Python {
+	if l, _ := s.cfg.Languages.Lookup(req.Language); !l.Files.InScratch {
 		return nil
 	}
 	if lim.Scratch == 0 {

@@ -113,7 +113,7 @@ func TestReturnedFilesRefused(t *testing.T) {
 }
 
 func TestCheckFiles(t *testing.T) {
-	s := &Supervisor{cfg: DefaultConfig(nil)}
+	s := &Supervisor{cfg: DefaultConfig(testLanguages)}
 	s.cfg.Limits.MaxFilesIn, s.cfg.Limits.Scratch = 10, 5
 	file := func(n int) []fileset.File { return []fileset.File{{Path: "a", Data: make([]byte, n)}} }
 	tests := []struct {

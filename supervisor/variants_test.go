@@ -4,15 +4,20 @@ import (
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/javascript"
 	"capsule/runtimes/python"
 	"capsule/supervisor/snapcache"
 )
+
+// testLanguages are the languages the supervisor is tested with, as
+// cmd/capsule makes them (without compiled images).
+var testLanguages = runtimes.Languages{python.Language(), javascript.Language()}
 
 // TestPickVariant: a call starts from the variant its imports ask for,
 // among those configured, and from the plain snapshot otherwise; one that
 // imports numpy requires numpy's module, configured or not.
 func TestPickVariant(t *testing.T) {
-	s := &Supervisor{cfg: Config{BundledPackages: true, Languages: runtimes.Languages{python.Language()}}}
+	s := &Supervisor{cfg: Config{BundledPackages: true, Languages: testLanguages}}
 	vs := &variants{byName: map[string]*variant{}}
 	for _, name := range []string{"sympy", "networkx"} {
 		vs.byName[name] = &variant{name: snapcache.Name{Language: runtimes.Python, Variant: name}}

@@ -25,6 +25,16 @@ func Language() runtimes.Language {
 				"for plain objects and arrays of JSON values, without calling toJSON, getters or any other code of the value.",
 			Colours: [2]string{"#f7df1e", "#323330"},
 		},
+		Files: runtimes.Files{
+			Argument: "given to the code as the frozen global `files`: path → string, or Uint8Array for base64 content",
+			Usage: "Files: `files` passes files in (see its description), which the code reads from the global `files`. " +
+				"To return files, set entries of the global `outputs` object to a string or a Uint8Array; %s" +
+				"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
+				"`const t = {}; for (const l of files['sales.csv'].trim().split('\\n').slice(1)) { const [r, a] = l.split(','); " +
+				"t[r] = (t[r] || 0) + Number(a); } outputs['summary.csv'] = 'region,total\\n' + " +
+				"Object.entries(t).map(e => e.join(',')).join('\\n') + '\\n';`",
+			LargeOutput: "return large data through the global outputs",
+		},
 		Compile: Compile,
 		Identity: func(variant string) (string, error) {
 			if variant != "" {

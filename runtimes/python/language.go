@@ -33,6 +33,18 @@ func Language() runtimes.Language {
 			BuiltIn: builtIn,
 			Open:    openChecked,
 		},
+		Files: runtimes.Files{
+			InScratch: true,
+			Argument:  "written into /tmp, the working directory, before the code runs (subdirectories are made)",
+			Usage: "Files: `files` passes files in (see its description); the code opens them by relative path. " +
+				"Whatever the code leaves in /tmp/outputs/ (it exists, empty) is returned; %s" +
+				"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
+				"`import csv, collections\\nt = collections.Counter()\\nfor r in csv.DictReader(open('sales.csv')):\\n" +
+				"    t[r['region']] += float(r['amount'])\\nwith open('outputs/summary.csv', 'w', newline='') as f:\\n" +
+				"    csv.writer(f).writerows([('region', 'total'), *sorted(t.items())])`",
+			NoScratch:   "Files cannot be passed in or returned: this server gives Python no writable directory.",
+			LargeOutput: "write large data to a file in /tmp/outputs/",
+		},
 	}
 }
 

@@ -25,15 +25,11 @@ const filesSchema = `"type": "array",
 
 // filesArgument is the tools' `files` parameter.
 func (s *tools) filesArgument(l runtimes.Language) mcpgo.ToolOption {
-	where := "written into /tmp, the working directory, before the code runs (subdirectories are made)"
-	if l.Name == runtimes.JavaScript {
-		where = "given to the code as the frozen global `files`: path → string, or Uint8Array for base64 content"
-	}
 	return mcpgo.WithObject("files",
 		mcpgo.Description(fmt.Sprintf("Files to pass in: an object mapping a relative path (such as \"data.csv\" or \"in/a.json\"; "+
 			"no \"..\", at most %d bytes and %d levels, not under outputs/) to its content, a string of UTF-8 text or "+
 			"{\"base64\": \"...\"} for bytes; %s. At most %s in all.",
-			fileset.MaxPathBytes, fileset.MaxDepth, where, s.cfg.Limits.MaxFilesIn)),
+			fileset.MaxPathBytes, fileset.MaxDepth, l.Files.Argument, s.cfg.Limits.MaxFilesIn)),
 		mcpgo.AdditionalProperties(map[string]any{
 			"anyOf": []any{
 				map[string]any{"type": "string"},
@@ -55,21 +51,8 @@ func (s *tools) filesAbout(l runtimes.Language) string {
 		"as images, other files as resources (text for csv, tsv, json, txt, md, html, svg, xml, yaml), at most %s and %d "+
 		"files per call, and only what fits in an answer of %s after the output (beyond that they are listed as truncated). ",
 		lim.MaxFilesOut, lim.MaxFilesOutCount, lim.MaxAnswer)
-	if l.Name == runtimes.JavaScript {
-		return "Files: `files` passes files in (see its description), which the code reads from the global `files`. " +
-			"To return files, set entries of the global `outputs` object to a string or a Uint8Array; " + out +
-			"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
-			"`const t = {}; for (const l of files['sales.csv'].trim().split('\\n').slice(1)) { const [r, a] = l.split(','); " +
-			"t[r] = (t[r] || 0) + Number(a); } outputs['summary.csv'] = 'region,total\\n' + " +
-			"Object.entries(t).map(e => e.join(',')).join('\\n') + '\\n';`"
+	if l.Files.InScratch && lim.Scratch == 0 {
+		return l.Files.NoScratch
 	}
-	if lim.Scratch == 0 {
-		return "Files cannot be passed in or returned: this server gives Python no writable directory."
-	}
-	return "Files: `files` passes files in (see its description); the code opens them by relative path. " +
-		"Whatever the code leaves in /tmp/outputs/ (it exists, empty) is returned; " + out +
-		"Example: files={\"sales.csv\": \"region,amount\\nnorth,10\\nsouth,5\\n\"} and code " +
-		"`import csv, collections\\nt = collections.Counter()\\nfor r in csv.DictReader(open('sales.csv')):\\n" +
-		"    t[r['region']] += float(r['amount'])\\nwith open('outputs/summary.csv', 'w', newline='') as f:\\n" +
-		"    csv.writer(f).writerows([('region', 'total'), *sorted(t.items())])`"
+	return fmt.Sprintf(l.Files.Usage, out)
 }

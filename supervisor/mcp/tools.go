@@ -355,7 +355,7 @@ func reportProgress(ctx context.Context, token mcpgo.ProgressToken) (stop func()
 // files says what a language's code sees of a file system, for its tool
 // description.
 func (s *tools) files(l runtimes.Language) string {
-	if l.Name != runtimes.Python {
+	if !l.Files.InScratch {
 		return "There is no file system and no network"
 	}
 	var b strings.Builder
