@@ -35,10 +35,20 @@ type Language struct {
 	// module of its own, the only one those imports work on. nil for a
 	// language without variants.
 	VariantsFor func(modules []string) (names []string, required bool)
-	// Image is the module compiled at build time that this binary embeds
-	// for its architecture (runtimes/compiled), or nil: cmd/capsule fills
-	// it in.
-	Image []byte
+	// OwnModule reports whether a variant runs a module of its own rather
+	// than the plain interpreter's (numpy's): its snapshot worker loads,
+	// or compiles, that module as a plain one does, and its calls cannot
+	// start from the plain interpreter. nil: no variant does.
+	OwnModule func(variant string) bool
+	// ModuleName names the module a variant ("" for the plain
+	// interpreter) runs, as compiled images are named: the language's
+	// name, or a variant's own (python-numpy). nil: always the
+	// language's name.
+	ModuleName func(variant string) string
+	// Image returns the compiled image of a module (as ModuleName names
+	// it) that this binary embeds for its architecture
+	// (runtimes/compiled), or nil: cmd/capsule fills it in.
+	Image func(module string) []byte
 	// Packages is how the language takes packages beyond its own library,
 	// or nil for none.
 	Packages *Packages
@@ -123,6 +133,29 @@ func (ls Languages) Names() []string {
 		names[i] = l.Name
 	}
 	return names
+}
+
+// HasOwnModule reports whether variant runs a module of its own
+// (OwnModule); the plain interpreter ("") never does.
+func (l Language) HasOwnModule(variant string) bool {
+	return variant != "" && l.OwnModule != nil && l.OwnModule(variant)
+}
+
+// Module names the module variant runs (ModuleName).
+func (l Language) Module(variant string) string {
+	if l.ModuleName == nil {
+		return l.Name
+	}
+	return l.ModuleName(variant)
+}
+
+// CompiledImage returns the compiled image of variant's module that the
+// binary embeds, or nil (Image).
+func (l Language) CompiledImage(variant string) []byte {
+	if l.Image == nil {
+		return nil
+	}
+	return l.Image(l.Module(variant))
 }
 
 // SnapshotKey names the interpreter snapshot of the language, or of one

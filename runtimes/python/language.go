@@ -28,6 +28,8 @@ func Language() runtimes.Language {
 		Identity:    VariantIdentity,
 		Variants:    VariantNames(),
 		VariantsFor: VariantsFor,
+		OwnModule:   OwnModule,
+		ModuleName:  ModuleName,
 		Packages: &runtimes.Packages{
 			Bundled: bundledList,
 			BuiltIn: builtIn,
