@@ -45,10 +45,12 @@ assets: python-wasm javascript-wasm compiled-images
 # standard library, then the bundled packages, whose bytecode must match the
 # interpreter's.
 python-wasm: wazero
+	runtimes/placeholders.sh --remove python
 	runtimes/python/build.sh
 	runtimes/python/bundle.sh
 
 javascript-wasm: wazero
+	runtimes/placeholders.sh --remove javascript
 	runtimes/javascript/fetch.sh
 
 # The runtimes' modules compiled at build time, which linux/amd64 and
@@ -57,9 +59,11 @@ javascript-wasm: wazero
 # release architecture for the release binaries and the tests that build
 # them, another architecture's written under qemu-user (write.sh).
 compiled-images: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/placeholders.sh --remove compiled
 	GO=$(GO) runtimes/compiled/write.sh
 
 compiled-images-release: python-wasm javascript-wasm wazero
+	GO=$(GO) runtimes/placeholders.sh --remove compiled
 	GO=$(GO) runtimes/compiled/write.sh $(RELEASE_ARCHS)
 
 # staticcheck from the Go module proxy at a pinned version, run with
@@ -104,6 +108,7 @@ test-arm64: compiled-images-release wazero
 # go.mod's replace points) and made again when a patch changes.
 wazero:
 	GO=$(GO) runtimes/wazero/prepare.sh
+	GO=$(GO) runtimes/placeholders.sh
 
 # The patches' own tests, in the prepared tree.
 wazero-check: wazero
@@ -111,11 +116,11 @@ wazero-check: wazero
 
 # Every fuzz target, each for FUZZTIME. Inputs that fail are saved under
 # the package's testdata/fuzz/ and stay as regression cases.
-FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor:FuzzParseArguments supervisor:FuzzCapture \
-	supervisor:FuzzReturnedFiles supervisor:FuzzDone supervisor:FuzzFit worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
+FUZZ_TARGETS := ipc:FuzzReader ipc:FuzzFileReceiver supervisor/mcp:FuzzParseArguments supervisor:FuzzCapture \
+	supervisor:FuzzReturnedFiles supervisor:FuzzDone supervisor/mcp:FuzzFit worker:FuzzStream runtimes/javascript:FuzzMentionsAwait \
 	runtimes/fileset:FuzzFromArgument runtimes/memprobe:FuzzGuardPages supervisor/importscan:FuzzModules \
-	supervisor/toolcall:FuzzSplit supervisor/toolcall:FuzzDecode supervisor/toolcall:FuzzAppendString \
-	runtimes/javascript:FuzzStringRuns supervisor/transport:FuzzOneMeaning \
+	supervisor/mcp/toolcall:FuzzSplit supervisor/mcp/toolcall:FuzzDecode supervisor/mcp/toolcall:FuzzAppendString \
+	runtimes/javascript:FuzzStringRuns supervisor/mcp/transport:FuzzOneMeaning \
 	runtimes/fileset:FuzzCheckPath runtimes/fileset:FuzzClassify cmd/capsule/terminal:FuzzEscape
 
 fuzz: assets wazero

@@ -2,15 +2,12 @@ package supervisor
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"unicode/utf8"
 
 	"capsule/ipc"
 	"capsule/runtimes"
-	"capsule/supervisor/scarcity"
+	"capsule/runtimes/fileset"
 )
 
 // Answer is the result of one execution, exactly as the tools return it in
@@ -29,18 +26,25 @@ type Answer struct {
 	// Files lists the files returned, if any (files.go).
 	Files []FileInfo `json:"files,omitempty"`
 
-	// Not part of the structured result; shown in the text.
-	stdoutDropped int64
-	stderrDropped int64
-	exitCode      int
-	workerCPU     []ipc.PhaseCPU // as the worker reported it, for the log
-	variant       string         // the snapshot variant the worker started from, for the log
-	returned      returnedFiles
+	// Not part of the structured result. The text shows the counts of
+	// bytes dropped; the MCP edge's answer limit (supervisor/mcp) cuts
+	// the texts and withholds files through them.
+
+	// StdoutDropped and StderrDropped count the bytes of each stream
+	// that were dropped, by the output limit or the answer limit.
+	StdoutDropped int64 `json:"-"`
+	StderrDropped int64 `json:"-"`
+	// Returned holds the returned files' contents, beyond Files.
+	Returned FileReturns `json:"-"`
+	// AnswerNote says what the answer limit cut or left out when another
+	// limit holds the answer's error; the text shows it last.
+	AnswerNote string `json:"-"`
+
+	exitCode  int
+	workerCPU []ipc.PhaseCPU // as the worker reported it, for the log
+	variant   string         // the snapshot variant the worker started from, for the log
 	// limitNote is the text's line on the limit that was hit (limittext.go).
 	limitNote string
-	// answerNote says what Fit cut or left out when another limit holds
-	// the answer's error.
-	answerNote string
 }
 
 // LimitNote is one line naming the limit the call hit, its size and what
@@ -83,13 +87,13 @@ func (a *Answer) Text() string {
 		section("", a.Stdout)
 	}
 	if a.StdoutTruncated {
-		section("", fmt.Sprintf("[stdout truncated: %d bytes dropped]", a.stdoutDropped))
+		section("", fmt.Sprintf("[stdout truncated: %d bytes dropped]", a.StdoutDropped))
 	}
 	if a.Stderr != "" || a.StderrTruncated {
 		section("[stderr]", a.Stderr)
 	}
 	if a.StderrTruncated {
-		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.stderrDropped))
+		section("", fmt.Sprintf("[stderr truncated: %d bytes dropped]", a.StderrDropped))
 	}
 	if shown, ok := a.ShownResult(); ok {
 		section("[result]", shown)
@@ -107,14 +111,14 @@ func (a *Answer) Text() string {
 	if a.exitCode != 0 {
 		section("", fmt.Sprintf("[exit code %d]", a.exitCode))
 	}
-	if len(a.Files) > 0 || a.returned.unlisted > 0 {
+	if len(a.Files) > 0 || a.Returned.Unlisted > 0 {
 		section("[files]", a.filesText())
 	}
 	if a.limitNote != "" {
 		section("", a.limitNote)
 	}
-	if a.answerNote != "" {
-		section("", a.answerNote)
+	if a.AnswerNote != "" {
+		section("", a.AnswerNote)
 	}
 	if b.Len() == 0 {
 		return "[no output and no result]"
@@ -138,139 +142,100 @@ func (a *Answer) ShownResult() (string, bool) {
 // structuredContent still has them.
 var silentResult = map[string]bool{"NoneType": true, "undefined": true}
 
-// errWorkerEnded marks a worker that closed its pipe without a Done frame.
-var errWorkerEnded = errors.New("worker ended without answering")
-
-// collector gathers a worker's frames into an Answer, enforcing the output
-// limit itself: the worker's caps are not trusted.
-type collector struct {
-	max    int64
-	stdout capped
-	stderr capped
-	files  fileCollector
+// FileInfo describes one file a call returned, in structuredContent.
+type FileInfo struct {
+	// Path is relative to /tmp/outputs (JavaScript: the key in outputs).
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+	MIMEType string `json:"mime_type"`
+	// Truncated marks a file over the files_out limit: listed, not sent.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
-func newCollector(max int64) *collector {
-	return &collector{max: max, stdout: capped{max: max}, stderr: capped{max: max}}
+// FileReturns is what an Answer keeps of the files returned beyond
+// Answer.Files: their contents and kinds, for the tool result's content,
+// and how many were not even listed.
+type FileReturns struct {
+	// Files and Kinds are the files listed, in path order, as Files lists
+	// them; a file over a limit is Truncated, without its data.
+	Files    []fileset.File
+	Kinds    []fileset.Kind
+	Unlisted int64
+	Limits   fileset.Limits
+	// OverAnswer marks the files the answer limit left out; nil when it
+	// left none out.
+	OverAnswer []bool
 }
 
-// read consumes frames until Done, a protocol error, or the end of the
-// stream.
-func (c *collector) read(in *ipc.Reader) (*ipc.Done, error) {
-	for {
-		f, err := in.Next()
-		if err == io.EOF {
-			return nil, errWorkerEnded
-		}
-		if err != nil {
-			return nil, fmt.Errorf("worker sent a bad frame: %w", err)
-		}
-		switch f.Type {
-		case ipc.TypeStdout:
-			c.stdout.write(f.Payload)
-		case ipc.TypeStderr:
-			c.stderr.write(f.Payload)
-		case ipc.TypeFile, ipc.TypeFileData:
-			if err := c.files.add(f); err != nil {
-				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
-			}
-		case ipc.TypeDone:
-			var d ipc.Done
-			if err := ipc.DecodeJSON(f, &d); err != nil {
-				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
-			}
-			if err := d.Validate(); err != nil {
-				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
-			}
-			if err := c.files.finish(&d); err != nil {
-				return nil, fmt.Errorf("worker sent a bad frame: %w", err)
-			}
-			return &d, nil
-		default:
-			return nil, fmt.Errorf("worker sent an unexpected %s frame", f.Type)
+// AddReturnedFiles lists the files a call returned (in path order, those
+// over lim truncated, and unlisted more not even listed) in a, keeping
+// their contents for the answer, and names the files_out limit when
+// files were left out.
+func (a *Answer) AddReturnedFiles(files []fileset.File, unlisted int64, lim fileset.Limits) {
+	a.Returned = FileReturns{Files: files, Unlisted: unlisted, Limits: lim}
+	truncated := 0
+	for _, f := range files {
+		k := fileset.ClassifyFile(f)
+		a.Files = append(a.Files, FileInfo{Path: f.Path, Size: f.Len(), MIMEType: k.MIME, Truncated: f.Truncated})
+		a.Returned.Kinds = append(a.Returned.Kinds, k)
+		if f.Truncated {
+			truncated++
 		}
 	}
-}
-
-// answer builds the Answer from what was collected and how the worker
-// ended: with a Done frame, or with failure (err).
-func (c *collector) answer(d *ipc.Done, failure error) *Answer {
-	a := &Answer{
-		Stdout:        c.stdout.String(),
-		Stderr:        c.stderr.String(),
-		stdoutDropped: c.stdout.dropped,
-		stderrDropped: c.stderr.dropped,
+	if truncated == 0 && unlisted == 0 {
+		return
 	}
-	if d != nil {
-		a.Result = d.Result
-		if d.ResultType != "" {
-			a.ResultType, a.ResultRepr = &d.ResultType, &d.ResultRepr
-		}
-		a.Error = d.Error
-		if d.Limit != "" {
-			limit := d.Limit
-			a.Limit = &limit
-		}
-		a.exitCode = d.ExitCode
-		a.workerCPU = d.WorkerCPU
-		a.stdoutDropped += d.StdoutDropped
-		a.stderrDropped += d.StderrDropped
-	}
-	var memErr *memoryLimitError
-	var scarce *scarcity.Error
-	switch {
-	case errors.As(failure, &scarce):
-		a.Error = &runtimes.ErrorInfo{Type: "ServerBusy", Message: scarce.Error()}
-	case errors.As(failure, &memErr):
-		limit := runtimes.LimitMemory
-		a.Limit = &limit
-		a.Error = &runtimes.ErrorInfo{Type: "MemoryError", Message: memErr.Error()}
-	case failure != nil:
-		a.Error = &runtimes.ErrorInfo{Type: "WorkerError", Message: failure.Error()}
-	}
-	a.StdoutTruncated = a.stdoutDropped > 0
-	a.StderrTruncated = a.stderrDropped > 0
-	if a.Limit == nil && (a.StdoutTruncated || a.StderrTruncated) {
-		limit := runtimes.LimitOutput
+	if a.Limit == nil {
+		limit := runtimes.LimitFilesOut
 		a.Limit = &limit
 		if a.Error == nil {
-			a.Error = &runtimes.ErrorInfo{
-				Type:    "OutputLimitError",
-				Message: fmt.Sprintf("output: more than %s was written to stdout or stderr; the rest was dropped", runtimes.FormatBytes(c.max)),
-			}
+			a.Error = &runtimes.ErrorInfo{Type: "FilesOutLimitError", Message: a.Returned.limitMessage(truncated)}
 		}
 	}
-	if failure == nil {
-		c.files.answer(a)
-	}
-	return a
 }
 
-// capped keeps the first max bytes written to it, at a character boundary,
-// and counts the rest.
-type capped struct {
-	max     int64
-	buf     []byte
-	dropped int64
+// limitMessage says which files the files_out limit kept back.
+func (r FileReturns) limitMessage(truncated int) string {
+	msg := fmt.Sprintf("files_out: %s not sent, over the limit of %s and %s per call; they are listed with truncated: true",
+		Count(int64(truncated), "file was", "files were"), runtimes.FormatBytes(r.Limits.MaxBytes), Count(int64(r.Limits.MaxFiles), "file", "files"))
+	if r.Unlisted > 0 {
+		msg += fmt.Sprintf("; %d more were not even listed (at most %d are)", r.Unlisted, fileset.MaxListed)
+	}
+	return msg
 }
 
-func (c *capped) write(p []byte) {
-	room := c.max - int64(len(c.buf))
-	if room < 0 {
-		room = 0
-	}
-	keep := int64(len(p))
-	if keep > room {
-		keep = room
-		for keep > 0 && !utf8.RuneStart(p[keep]) {
-			keep--
+// filesText lists the files returned, for the answer's text.
+func (a *Answer) filesText() string {
+	var b strings.Builder
+	for i, f := range a.Files {
+		fmt.Fprintf(&b, "%s (%s, %d bytes)", f.Path, f.MIMEType, f.Size)
+		switch {
+		case i < len(a.Returned.OverAnswer) && a.Returned.OverAnswer[i]:
+			b.WriteString(": not sent, the answer would have been over its limit (--max-answer)")
+		case f.Truncated:
+			b.WriteString(": not sent, over the files_out limit")
 		}
-		c.max = int64(len(c.buf)) + keep // nothing more fits after a cut
+		b.WriteByte('\n')
 	}
-	c.buf = append(c.buf, p[:keep]...)
-	c.dropped += int64(len(p)) - keep
+	if a.Returned.Unlisted > 0 {
+		fmt.Fprintf(&b, "[%s more not listed]\n", Count(a.Returned.Unlisted, "file", "files"))
+	}
+	return b.String()
 }
 
-// String returns the kept text; invalid UTF-8 from the guest becomes U+FFFD
-// so the JSON answer is always well-formed.
-func (c *capped) String() string { return strings.ToValidUTF8(string(c.buf), "\uFFFD") }
+// ReturnedFile is a file a call returned and sent, for capsule exec.
+type ReturnedFile struct {
+	Path string
+	Data []byte
+}
+
+// ReturnedFiles are the files the call returned and sent, in path order.
+func (a *Answer) ReturnedFiles() []ReturnedFile {
+	var out []ReturnedFile
+	for _, f := range a.Returned.Files {
+		if !f.Truncated {
+			out = append(out, ReturnedFile{Path: f.Path, Data: f.Data})
+		}
+	}
+	return out
+}

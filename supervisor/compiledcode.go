@@ -7,9 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"capsule/runtimes"
-	"capsule/runtimes/compiled"
-	"capsule/runtimes/python"
 	"capsule/supervisor/snapcache"
 )
 
@@ -19,23 +16,25 @@ import (
 const compileAtStartEnv = "CAPSULE_TEST_COMPILE_AT_START"
 
 // moduleName names the module name's snapshot runs, as the binary's
-// compiled images are named: the language's, or a variant's own
-// (python.ModuleName).
-func moduleName(name snapcache.Name) string {
-	if name.Language == runtimes.Python {
-		return python.ModuleName(name.Variant)
+// compiled images are named: the language's, or a variant's own (its
+// Language.ModuleName).
+func (s *Supervisor) moduleName(name snapcache.Name) string {
+	l, _ := s.cfg.Languages.Lookup(name.Language)
+	if l.Name == "" {
+		return name.Language
 	}
-	return name.Language
+	return l.Module(name.Variant)
 }
 
-// giveCompiledImage writes the compiled image of module that the binary
-// embeds (runtimes/compiled) into code, a snapshot worker's empty
-// compiled-image memfd, for the worker to load the module from, and
-// returns it; nil when the binary has none. The image is part of the
-// binary, so it is trusted as the binary is; the worker falls back to
-// compiling when wazero refuses it on this CPU.
-func giveCompiledImage(module string, code *os.File) ([]byte, error) {
-	image := compiled.Image(module)
+// giveCompiledImage writes the compiled image of name's module that the
+// binary embeds (runtimes/compiled, through the language table) into
+// code, a snapshot worker's empty compiled-image memfd, for the worker to
+// load the module from, and returns it; nil when the binary has none. The
+// image is part of the binary, so it is trusted as the binary is; the
+// worker falls back to compiling when wazero refuses it on this CPU.
+func (s *Supervisor) giveCompiledImage(name snapcache.Name, code *os.File) ([]byte, error) {
+	l, _ := s.cfg.Languages.Lookup(name.Language)
+	image := l.CompiledImage(name.Variant)
 	if image == nil || os.Getenv(compileAtStartEnv) != "" {
 		return nil, nil
 	}
@@ -60,7 +59,7 @@ const (
 func (s *Supervisor) logCodeSource(name snapcache.Name, code *os.File, given []byte, workerStderr string) {
 	args := []any{"language", name.Language}
 	if name.Variant != "" {
-		args = append(args, "module", moduleName(name))
+		args = append(args, "module", s.moduleName(name))
 	}
 	same, err := holds(code, given)
 	switch {

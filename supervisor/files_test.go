@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
@@ -64,20 +62,12 @@ func TestReturnedFiles(t *testing.T) {
 		!strings.Contains(a.Text(), "latin1.csv (text/csv, 1000 bytes): not sent, over the files_out limit") {
 		t.Errorf("text %q", a.Text())
 	}
-	contents := a.FileContents(nil)
-	if len(contents) != 3 {
-		t.Fatalf("%d contents", len(contents))
-	}
-	text, ok := contents[0].(mcp.EmbeddedResource).Resource.(mcp.TextResourceContents)
-	if !ok || text.URI != "file:///tmp/outputs/a%20b/summary.csv" || text.Text != "x,y\n" || text.MIMEType != "text/csv" {
-		t.Errorf("text resource %+v", contents[0])
-	}
-	if img, ok := contents[1].(mcp.ImageContent); !ok || img.MIMEType != "image/png" || img.Data != "iVBORw0KGgpyZXN0" {
-		t.Errorf("image %+v", contents[1])
-	}
-	blob, ok := contents[2].(mcp.EmbeddedResource).Resource.(mcp.BlobResourceContents)
-	if !ok || blob.Blob != "AAE=" || blob.URI != "file:///tmp/outputs/data.bin" {
-		t.Errorf("blob %+v", contents[2])
+	// The three sent, with their contents (supervisor/mcp's
+	// TestFileContents turns them into MCP content).
+	sent := a.ReturnedFiles()
+	if len(sent) != 3 || sent[0].Path != "a b/summary.csv" || string(sent[0].Data) != "x,y\n" ||
+		sent[1].Path != "chart.png" || !bytes.Equal(sent[1].Data, png) || sent[2].Path != "data.bin" {
+		t.Errorf("sent %+v", sent)
 	}
 	b, err := json.Marshal(a)
 	if err != nil || !bytes.Contains(b, []byte(`"files":[{"path":"a b/summary.csv","size":4,"mime_type":"text/csv"}`)) {
@@ -110,7 +100,7 @@ func TestReturnedFilesRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "bad frame") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want a bad frame naming %q", err, tt.want)
 			}
-			if len(a.Files) != 0 || len(a.FileContents(nil)) != 0 || a.Error == nil || a.Error.Type != "WorkerError" {
+			if len(a.Files) != 0 || len(a.ReturnedFiles()) != 0 || a.Error == nil || a.Error.Type != "WorkerError" {
 				t.Fatalf("answer %+v", a)
 			}
 		})
@@ -122,43 +112,8 @@ func TestReturnedFilesRefused(t *testing.T) {
 	}
 }
 
-func TestParseArgumentsFiles(t *testing.T) {
-	tests := []struct {
-		args string
-		err  string
-	}{
-		{`{"code":"1","files":{"a.csv":"x","b":{"base64":"AA=="}}}`, ""},
-		{`{"code":"1","files":{}}`, ""},
-		{`{"code":"1","files":[]}`, `argument "files" must be an object`},
-		{`{"code":"1","files":{"/etc/passwd":"x"}}`, `file "/etc/passwd": the path is absolute`},
-		{`{"code":"1","files":{"a/../../b":"x"}}`, `file "a/../../b": the path contains ".."`},
-		{`{"code":"1","files":{"a\u0000b":"x"}}`, `file "a\x00b": the path contains a NUL byte`},
-		{`{"code":"1","files":{"a":"x","a/b":"y"}}`, `file "a/b": the path is inside "a", which is a file`},
-		{`{"code":"1","files":{"1/2/3/4/5/6/7/8/9":"x"}}`, "the path has 9 levels, more than 8"},
-		{`{"code":"1","files":{"outputs/a":"x"}}`, "the path is in outputs/"},
-		{`{"code":"1","files":{"a":{"base64":"!!"}}}`, `file "a": the content is not valid base64`},
-		{`{"code":"1","files":{"a":3}}`, `file "a": the content must be a string (UTF-8 text) or {"base64": "..."} (bytes), got a number`},
-	}
-	for _, tt := range tests {
-		args, err := ParseArguments(json.RawMessage(tt.args))
-		if tt.err == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tt.args, err)
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tt.err) {
-			t.Errorf("%s: err %v, want %q (files %+v)", tt.args, err, tt.err, args.Files)
-		}
-	}
-	long := `{"code":"1","files":{"` + strings.Repeat("x", 256) + `":"x"}}`
-	if _, err := ParseArguments(json.RawMessage(long)); err == nil || !strings.Contains(err.Error(), "256 bytes, longer than 255") {
-		t.Errorf("a long path: %v", err)
-	}
-}
-
 func TestCheckFiles(t *testing.T) {
-	s := &Supervisor{cfg: DefaultConfig()}
+	s := &Supervisor{cfg: DefaultConfig(testLanguages)}
 	s.cfg.Limits.MaxFilesIn, s.cfg.Limits.Scratch = 10, 5
 	file := func(n int) []fileset.File { return []fileset.File{{Path: "a", Data: make([]byte, n)}} }
 	tests := []struct {
@@ -205,7 +160,7 @@ func FuzzReturnedFiles(f *testing.F) {
 		d, err := c.read(ipc.NewReader(bytes.NewReader(data), 1<<10))
 		a := c.answer(d, err)
 		sent, total := 0, int64(0)
-		for _, f := range a.returned.files {
+		for _, f := range a.Returned.Files {
 			if !f.Truncated {
 				sent++
 				total += int64(len(f.Data))
@@ -214,15 +169,16 @@ func FuzzReturnedFiles(f *testing.F) {
 		if sent > testFilesLimits.MaxFiles || total > testFilesLimits.MaxBytes {
 			t.Fatalf("%d files of %d bytes sent", sent, total)
 		}
-		if _, err := json.Marshal(mcp.CallToolResult{Content: a.FileContents(nil), StructuredContent: a}); err != nil {
+		if _, err := json.Marshal(a); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
 // TestReturnedFakeImage checks that a file named as an image that is not
-// one comes back as bytes of a type that claims no image (issue 32), and
-// that an image comes back as one whatever its name.
+// one is listed as bytes of a type that claims no image, and that an
+// image is listed as one whatever its name (supervisor/mcp's
+// TestFakeImageContent: and sent so).
 func TestReturnedFakeImage(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\nrest")
 	a, err := collectFiles(t, sendFiles(
@@ -234,18 +190,6 @@ func TestReturnedFakeImage(t *testing.T) {
 	}
 	if len(a.Files) != 2 || a.Files[0].MIMEType != "image/png" || a.Files[1].MIMEType != "application/octet-stream" {
 		t.Fatalf("files %+v", a.Files)
-	}
-	contents := a.FileContents(nil)
-	if img, ok := contents[0].(mcp.ImageContent); !ok || img.MIMEType != "image/png" {
-		t.Errorf("chart.dat: %+v", contents[0])
-	}
-	res, ok := contents[1].(mcp.EmbeddedResource)
-	if !ok {
-		t.Fatalf("fake.png: %T, want an embedded resource", contents[1])
-	}
-	blob, ok := res.Resource.(mcp.BlobResourceContents)
-	if !ok || blob.MIMEType != "application/octet-stream" || blob.URI != "file:///tmp/outputs/fake.png" {
-		t.Errorf("fake.png: %+v", res.Resource)
 	}
 	if !strings.Contains(a.Text(), "fake.png (application/octet-stream, 10 bytes)") {
 		t.Errorf("text %q", a.Text())

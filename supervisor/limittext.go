@@ -35,12 +35,9 @@ func (s *Supervisor) limitNote(a *Answer, lang string, timeout time.Duration) st
 		note = fmt.Sprintf("the code used all of its %s of memory; %s raises it, or use less per call",
 			lim.Memory, s.flagRef("memory", "CAPSULE_MEMORY"))
 	case runtimes.LimitOutput:
-		where := "write large data to a file in /tmp/outputs/"
-		if lang == runtimes.JavaScript {
-			where = "return large data through the global outputs"
-		}
+		l, _ := s.cfg.Languages.Lookup(lang)
 		note = fmt.Sprintf("stdout and stderr keep %s each, and the result at most as much; %s raises it, or print less and %s",
-			lim.MaxOutput, s.flagRef("max-output", "CAPSULE_MAX_OUTPUT"), where)
+			lim.MaxOutput, s.flagRef("max-output", "CAPSULE_MAX_OUTPUT"), l.Files.LargeOutput)
 	case runtimes.LimitCodeSize:
 		note = fmt.Sprintf("a call takes at most %d characters of code and %s of inputs as JSON; %s raises both, or pass data as files",
 			int64(lim.MaxCode), lim.MaxCode, s.flagRef("max-code", "CAPSULE_MAX_CODE"))

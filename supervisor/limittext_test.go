@@ -12,7 +12,7 @@ import (
 // in the text that says which limit, its configured size, and what changes
 // it, for serve and for exec.
 func TestLimitNote(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := DefaultConfig(testLanguages)
 	cfg.Limits.Memory = 300 << 20
 	cfg.Limits.Scratch = 48 << 20
 	cfg.Limits.MaxOutput = 3 << 20

@@ -96,7 +96,7 @@ func (s *Supervisor) spawnWorker(name snapcache.Name, mode, key string, image, c
 		// instead, unless the variant runs a module of its own, whose
 		// packages import nowhere else.
 		key = ""
-		if !ownModule(name) {
+		if !s.ownModule(name) {
 			name.Variant = ""
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/supervisor/snapcache"
-	"capsule/worker"
 )
 
 // openCache opens the snapshot cache and the workers' compilation cache
@@ -23,7 +22,7 @@ func (s *Supervisor) openCache() error {
 		Dir:       s.cfg.CacheDir,
 		Root:      userCacheRoot(),
 		Key:       s.snapshotKey,
-		OwnModule: ownModule,
+		OwnModule: s.ownModule,
 		MaxBytes:  int64(s.cfg.Limits.Memory) + maxImageOverhead,
 		Make:      s.makeSnapshot,
 		Stopped:   s.stopped,
@@ -77,15 +76,20 @@ func (s *Supervisor) SnapshotStates() []snapcache.EntryState {
 // ownModule reports whether name is a variant that runs a module of its
 // own (numpy's): its entry has its own compiled image, made as a plain
 // one's is, and its calls cannot start from the plain interpreter.
-func ownModule(name snapcache.Name) bool {
-	return worker.OwnModule(name.Language, name.Variant)
+func (s *Supervisor) ownModule(name snapcache.Name) bool {
+	l, _ := s.cfg.Languages.Lookup(name.Language)
+	return l.HasOwnModule(name.Variant)
 }
 
 // snapshotKey is the part of a snapshot's key the supervisor knows: the
 // interpreter and the variant's imports, the memory limit and, for Python,
 // --python-path's packages, which the snapshot's import state holds.
 func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
-	key, err := worker.SnapshotKey(name.Language, name.Variant, uint64(s.cfg.Limits.Memory))
+	l, ok := s.cfg.Languages.Lookup(name.Language)
+	if !ok {
+		return "", fmt.Errorf("unknown language %q", name.Language)
+	}
+	key, err := l.SnapshotKey(name.Variant, uint64(s.cfg.Limits.Memory))
 	if err != nil {
 		return "", err
 	}
@@ -105,10 +109,10 @@ func (s *Supervisor) snapshotKey(name snapcache.Name) (string, error) {
 // too.
 func (s *Supervisor) makeSnapshot(ctx context.Context, name snapcache.Name, key string, image, code *os.File) (time.Duration, error) {
 	var given []byte
-	makesCode := name.Variant == "" || ownModule(name)
+	makesCode := name.Variant == "" || s.ownModule(name)
 	if makesCode {
 		var err error
-		if given, err = giveCompiledImage(moduleName(name), code); err != nil {
+		if given, err = s.giveCompiledImage(name, code); err != nil {
 			return 0, err
 		}
 	}

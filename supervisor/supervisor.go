@@ -1,5 +1,7 @@
-// Package supervisor is capsule's server side: the MCP tools, and the
-// workers that run each call in a fresh, locked-down process.
+// Package supervisor is capsule's engine: it runs each call, a Request,
+// in a fresh, locked-down worker process and returns its Answer. It knows
+// nothing of MCP; the tools, their arguments and the MCP answer are
+// package supervisor/mcp's.
 package supervisor
 
 import (
@@ -20,10 +22,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/runtimes/python"
 	"capsule/supervisor/isolation"
 	"capsule/supervisor/scarcity"
 	"capsule/supervisor/snapcache"
@@ -78,9 +78,9 @@ type Supervisor struct {
 	// pythonPackages names what --python-path offers, for the tool
 	// description.
 	pythonPackages []string
-	// bundled lists the bundled packages when they are on, for the tool
-	// description.
-	bundled []python.BundledPackage
+	// bundled lists the bundled packages when they are on, as Python's
+	// Packages.Bundled names them, for the tool description.
+	bundled []string
 	// packagesDigest stands for what Python's imports see beyond the
 	// runtime's own files (--python-path's packages, the bundle switched
 	// off), part of Python's snapshot key; empty when there is nothing.
@@ -118,10 +118,12 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 		// Every Python call would fail on it.
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	var bundled []python.BundledPackage
+	var bundled []string
 	if cfg.BundledPackages {
-		if bundled, err = python.Bundled(); err != nil {
-			return nil, err
+		if py, ok := cfg.Languages.Lookup(runtimes.Python); ok && py.Packages != nil {
+			if bundled, err = py.Packages.Bundled(); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		packagesDigest = withoutBundle(packagesDigest)
@@ -154,8 +156,8 @@ func New(cfg Config, log hclog.Logger, executable string) (*Supervisor, error) {
 	if cfg.Prewarm {
 		// Each language's first pooled worker compiles its module into
 		// the cache, in parallel with the first calls.
-		for _, l := range languages {
-			s.pools[l.name] = newPool(s, l.name, cfg.Pool[l.name], cfg.MaxConcurrency, cfg.PoolIdle)
+		for _, l := range cfg.Languages {
+			s.pools[l.Name] = newPool(s, l.Name, cfg.Pool[l.Name], cfg.MaxConcurrency, cfg.PoolIdle)
 		}
 	}
 	return s, nil
@@ -215,6 +217,31 @@ func (s *Supervisor) shutdownAnswer(col *collector) *Answer {
 	a.Limit = &limit
 	a.Error = &runtimes.ErrorInfo{Type: "ShutdownError", Message: msg}
 	return a
+}
+
+// Config is the configuration the supervisor runs with, its defaults
+// applied (a --max-timeout left unset has risen to --timeout).
+func (s *Supervisor) Config() Config { return s.cfg }
+
+// PythonPackages are what Python calls import beyond the standard
+// library: the bundled packages (none when they are off), each as
+// "module/module version", and the names --python-path offers.
+func (s *Supervisor) PythonPackages() (bundled, extra []string) {
+	return s.bundled, s.pythonPackages
+}
+
+// Refuse is the answer to a call refused before it ran, for err: one
+// that passes in more files than --max-files-in-count allows (a
+// *FilesCountError) hits the files_in limit, named with its note; any
+// other error is an ArgumentError.
+func (s *Supervisor) Refuse(language string, err error) *Answer {
+	var tooMany *FilesCountError
+	if errors.As(err, &tooMany) {
+		a := filesCountAnswer(tooMany)
+		a.limitNote = s.limitNote(a, language, 0)
+		return a
+	}
+	return errorAnswer("ArgumentError", err.Error())
 }
 
 // Cgroup says whether each worker gets a memory cgroup of its own.
@@ -509,45 +536,6 @@ func (s *Supervisor) startWorker(ctx context.Context, name snapcache.Name) (*pro
 	return p, nil
 }
 
-// run sends the request to a ready worker and collects its answer, killing
-// it at the deadline or when ctx is cancelled.
-func (s *Supervisor) run(ctx context.Context, p *process, req Request, timeout time.Duration) *Answer {
-	col := newCollector(int64(s.cfg.Limits.MaxOutput))
-	col.files = newFileCollector(s.filesOutLimits())
-	if err := sendRequest(p, req, timeout); err != nil {
-		return col.answer(nil, fmt.Errorf("sending the request: %w", p.describeEnd(err)))
-	}
-	// The frames are read on this goroutine, with the deadline, the
-	// cancellation and the shutdown all turned into a read deadline: every
-	// goroutine hand-off on this path costs a wake-up, which in a virtual
-	// machine is a measurable part of a trivial call.
-	defer s.watchMemory(p)()
-	_ = p.fromWkr.SetReadDeadline(time.Now().Add(timeout + killGrace))
-	interrupt := func() { _ = p.fromWkr.SetReadDeadline(time.Now()) }
-	defer context.AfterFunc(ctx, interrupt)()
-	defer context.AfterFunc(s.stopped, interrupt)()
-	result, err := col.read(p.in)
-	switch {
-	case err == nil:
-		return col.answer(result, nil)
-	case errors.Is(err, errWorkerEnded):
-		end := p.exitError()
-		s.log.Debug("worker ended without answering", "language", p.language, "how", end, "stderr", p.stderr.String())
-		return col.answer(nil, end)
-	}
-	p.kill() // stopped, or it broke the protocol: nothing more it says counts
-	switch {
-	case !errors.Is(err, os.ErrDeadlineExceeded):
-		return col.answer(nil, err)
-	case s.stopped.Err() != nil:
-		return s.shutdownAnswer(col)
-	case ctx.Err() != nil:
-		return col.answer(nil, errors.New("the call was cancelled; its worker was killed"))
-	}
-	o := runtimes.TimeoutOutcome(timeout)
-	return col.answer(&ipc.Done{Error: o.Error, Limit: o.Limit}, nil)
-}
-
 // logExecution writes the one log line every execution gets. The code
 // itself is logged only at trace level; its hash identifies it otherwise.
 func (s *Supervisor) logExecution(id uint64, req Request, a *Answer) {
@@ -611,20 +599,20 @@ func checkPythonPath(cfg *Config) ([]string, string, error) {
 		return nil, "", fmt.Errorf("python path: %w", err)
 	}
 	cfg.PythonPath = abs
-	var reader *python.Reader
-	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
-		reader = &python.Reader{UID: uid, GID: gid}
+	py, ok := cfg.Languages.Lookup(runtimes.Python)
+	if !ok || py.Packages == nil {
+		return nil, "", fmt.Errorf("python path %s: this server runs no Python that takes packages", abs)
 	}
-	pk, err := python.OpenPackagesAs(abs, reader)
+	var reader *runtimes.IDs
+	if uid, gid := workerHostIDs(cfg.Isolation); uid != os.Geteuid() || gid != os.Getegid() {
+		reader = &runtimes.IDs{UID: uid, GID: gid}
+	}
+	names, digest, err := py.Packages.Open(abs, reader)
 	if err != nil {
 		return nil, "", err
 	}
-	defer pk.Close()
-	if err := pk.Verify(); err != nil {
-		return nil, "", err
-	}
-	if len(pk.Names) == 0 {
+	if len(names) == 0 {
 		return nil, "", fmt.Errorf("python path %s holds no importable package or module", abs)
 	}
-	return pk.Names, pk.Digest(), nil
+	return names, digest, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"capsule/runtimes"
-	"capsule/runtimes/python"
 	"capsule/supervisor/demand"
 	"capsule/supervisor/importscan"
 	"capsule/supervisor/snapcache"
@@ -68,15 +67,16 @@ func newVariants(s *Supervisor) *variants {
 	return vs
 }
 
-// variantsFor names the variants req's imports ask for, best first
-// (python.VariantsFor); required says the first has a module of its own,
-// the only one the call's imports work on. Without the bundled packages,
-// whose modules the variants import, there are none.
+// variantsFor names the variants req's imports ask for, best first (its
+// language's VariantsFor); required says the first has a module of its
+// own, the only one the call's imports work on. Without the bundled
+// packages, whose modules the variants import, there are none.
 func (s *Supervisor) variantsFor(req Request) (names []string, required bool) {
-	if req.Language != runtimes.Python || !s.cfg.BundledPackages {
+	l, ok := s.cfg.Languages.Lookup(req.Language)
+	if !ok || l.VariantsFor == nil || !s.cfg.BundledPackages {
 		return nil, false
 	}
-	return python.VariantsFor(importscan.Modules(req.Code))
+	return l.VariantsFor(importscan.Modules(req.Code))
 }
 
 // pick returns the first configured variant of names, or nil for none.

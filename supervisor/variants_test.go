@@ -1,19 +1,23 @@
 package supervisor
 
 import (
-	"slices"
-	"strings"
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/javascript"
+	"capsule/runtimes/python"
 	"capsule/supervisor/snapcache"
 )
+
+// testLanguages are the languages the supervisor is tested with, as
+// cmd/capsule makes them (without compiled images).
+var testLanguages = runtimes.Languages{python.Language(), javascript.Language()}
 
 // TestPickVariant: a call starts from the variant its imports ask for,
 // among those configured, and from the plain snapshot otherwise; one that
 // imports numpy requires numpy's module, configured or not.
 func TestPickVariant(t *testing.T) {
-	s := &Supervisor{cfg: Config{BundledPackages: true}}
+	s := &Supervisor{cfg: Config{BundledPackages: true, Languages: testLanguages}}
 	vs := &variants{byName: map[string]*variant{}}
 	for _, name := range []string{"sympy", "networkx"} {
 		vs.byName[name] = &variant{name: snapcache.Name{Language: runtimes.Python, Variant: name}}
@@ -56,35 +60,5 @@ func TestPickVariant(t *testing.T) {
 	s.cfg.BundledPackages = false
 	if names, required := s.variantsFor(py("import numpy")); names != nil || required {
 		t.Errorf("without the bundled packages: variants %q, required %t", names, required)
-	}
-}
-
-func TestPythonVariantsFlag(t *testing.T) {
-	cases := []struct {
-		name    string
-		env     map[string]string
-		args    []string
-		want    []string
-		wantErr string
-	}{
-		{name: "default: all", want: []string{"numpy", "sympy", "documents", "networkx"}},
-		{name: "some", args: []string{"--python-variants", "networkx, sympy,networkx"}, want: []string{"networkx", "sympy"}},
-		{name: "none", env: map[string]string{"CAPSULE_PYTHON_VARIANTS": "none"}, want: nil},
-		{name: "empty is none", args: []string{"--python-variants="}, want: nil},
-		{name: "unknown", args: []string{"--python-variants", "pandas"}, wantErr: `unknown Python snapshot variant "pandas": the variants are numpy, sympy, documents, networkx`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg, err := parseConfig(t, c.env, c.args)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || !slices.Equal(cfg.PythonVariants, c.want) {
-				t.Fatalf("variants %q, %v; want %q", cfg.PythonVariants, err, c.want)
-			}
-		})
 	}
 }

@@ -41,15 +41,16 @@ const maxRequestFrame = 256 << 20
 // missing, which means someone ran `capsule worker` by hand.
 var ErrNotStartedBySupervisor = errors.New("capsule worker is started by capsule itself (serve or exec) and needs its ipc pipes on file descriptors 3 and 4; run `capsule exec` to try code by hand")
 
-// Main runs the worker. It returns the process exit status.
-func Main() int {
+// Main runs the worker, with languages the table of the languages it
+// may be asked to run (cmd/capsule's). It returns the process exit status.
+func Main(languages runtimes.Languages) int {
 	if !isPipe(fdFromSupervisor) || !isPipe(fdToSupervisor) {
 		fmt.Fprintln(os.Stderr, ErrNotStartedBySupervisor)
 		return 2
 	}
 	in := os.NewFile(fdFromSupervisor, "ipc-from-supervisor")
 	out := os.NewFile(fdToSupervisor, "ipc-to-supervisor")
-	if err := run(ipc.NewReader(in, maxRequestFrame), ipc.NewWriter(out)); err != nil {
+	if err := run(languages, ipc.NewReader(in, maxRequestFrame), ipc.NewWriter(out)); err != nil {
 		fmt.Fprintln(os.Stderr, "capsule worker:", err)
 		return 1
 	}
@@ -62,7 +63,7 @@ func isPipe(fd int) bool {
 }
 
 // run is one worker's whole life: setup, lockdown, ready, one request, done.
-func run(in *ipc.Reader, out *ipc.Writer) error {
+func run(languages runtimes.Languages, in *ipc.Reader, out *ipc.Writer) error {
 	cpu := phaseClock{}
 	cpu.mark(PhaseStart)
 	ctx := context.Background()
@@ -71,14 +72,14 @@ func run(in *ipc.Reader, out *ipc.Writer) error {
 		return err
 	}
 	if setup.Mode == ipc.ModeSnapshot {
-		err := writeSnapshot(ctx, &setup)
+		err := writeSnapshot(ctx, languages, &setup)
 		if err != nil {
 			_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
 			return err
 		}
 		return out.WriteJSON(ipc.TypeReady, ipc.Ready{Protocol: ipc.ProtocolVersion})
 	}
-	inst, stdout, stderr, err := prepare(ctx, &setup, out, &cpu)
+	inst, stdout, stderr, err := prepare(ctx, languages, &setup, out, &cpu)
 	if err != nil {
 		// Tell the supervisor why; it turns this into the tool's answer.
 		_ = out.WriteJSON(ipc.TypeFailure, ipc.Failure{Message: err.Error()})
@@ -207,7 +208,7 @@ func truncate(s string, n int) string {
 // interpreter, in that order: compilation needs executable memory, which
 // the lockdown forbids, and the interpreter's start-up is trusted code that
 // may as well run under the filter it will live with.
-func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseClock) (runtimes.Instance, *stream, *stream, error) {
+func prepare(ctx context.Context, languages runtimes.Languages, setup *ipc.Setup, out *ipc.Writer, cpu *phaseClock) (runtimes.Instance, *stream, *stream, error) {
 	if err := setup.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -224,7 +225,7 @@ func prepare(ctx context.Context, setup *ipc.Setup, out *ipc.Writer, cpu *phaseC
 		}
 		cfg.CompiledImage = image
 	}
-	engine, err := Compile(ctx, setup.Language, cfg)
+	engine, err := compile(ctx, languages, setup.Language, cfg)
 	if err == nil {
 		err = prepareFaults(ctx, cfg)
 	}
@@ -269,17 +270,20 @@ func runtimeConfig(setup *ipc.Setup) runtimes.Config {
 // variant's packages after the start-up. It reads no request and runs
 // nothing untrusted, so it needs no lockdown beyond the supervisor's
 // namespaces.
-func writeSnapshot(ctx context.Context, setup *ipc.Setup) error {
+func writeSnapshot(ctx context.Context, languages runtimes.Languages, setup *ipc.Setup) error {
 	if err := setup.Validate(); err != nil {
+		return err
+	}
+	l, err := lookup(languages, setup.Language)
+	if err != nil {
 		return err
 	}
 	cfg := runtimeConfig(setup)
 	var engine runtimes.Engine
-	var err error
-	if setup.Variant == "" || OwnModule(setup.Language, setup.Variant) {
-		engine, err = compileForSnapshot(ctx, setup.Language, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
+	if setup.Variant == "" || l.HasOwnModule(setup.Variant) {
+		engine, err = compileForSnapshot(ctx, l, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
 	} else {
-		engine, err = compileForVariant(ctx, setup.Language, cfg)
+		engine, err = compileForVariant(ctx, l, cfg)
 	}
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"capsule/runtimes/compiled"
+	"capsule/runtimes/javascript"
+	"capsule/runtimes/python"
 	"capsule/supervisor"
 )
 
@@ -57,17 +60,17 @@ func parseFlags(fs *flag.FlagSet, parse func() error) (int, bool) {
 }
 
 // register defines the shared flags on e.
-func (c *commonFlags) register(e *supervisor.EnvFlags, fs *flag.FlagSet) {
-	c.cfg = supervisor.DefaultConfig()
-	c.cfg.RegisterFlags(e)
+func (c *commonFlags) register(e *EnvFlags, fs *flag.FlagSet) {
+	c.cfg = supervisor.DefaultConfig(languages())
+	registerConfigFlags(e, &c.cfg)
 	c.logLevel = "info"
-	e.Var(supervisor.StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
-	e.Var(supervisor.BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
+	e.Var(StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
+	e.Var(BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
 }
 
 // parse parses args and reports whether the command should go on, and
 // with which exit status otherwise.
-func parse(e *supervisor.EnvFlags, args []string) (int, bool) {
+func parse(e *EnvFlags, args []string) (int, bool) {
 	return parseFlags(e.FlagSet(), func() error { return e.Parse(args) })
 }
 
@@ -102,7 +105,17 @@ func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, e
 		// Immune to the binary being replaced or moved while we run.
 		exe = "/proc/self/exe"
 	}
+	if err := runtimesBuilt(); err != nil {
+		return nil, err
+	}
 	return supervisor.New(c.cfg, log, exe)
+}
+
+// runtimesBuilt reports an error when the binary embeds the placeholders
+// of `make wazero` for a runtime rather than the runtime: it could answer
+// no call of that language.
+func runtimesBuilt() error {
+	return errors.Join(python.Built(), javascript.Built(), compiled.Built())
 }
 
 // startFailed reports why the supervisor could not start and returns the

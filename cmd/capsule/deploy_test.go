@@ -7,7 +7,7 @@ package main
 
 import (
 	"bytes"
-	"capsule/supervisor/transport"
+	"capsule/supervisor/mcp/transport"
 	"errors"
 	"io"
 	"os"

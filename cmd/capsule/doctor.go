@@ -33,7 +33,7 @@ func doctor(args []string) int {
 		"recorded (assets), and each runtime (loading, then one trivial execution).\n"+
 		"Exit status 1 when the assets or a runtime fail, or when a layer is unavailable and\n"+
 		"--require-hardening is set.")
-	e := supervisor.NewEnvFlags(fs)
+	e := NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
 	asJSON := fs.Bool("json", false, "print a JSON object keyed by layer name")
@@ -57,7 +57,7 @@ func doctor(args []string) int {
 	cg := sup.Cgroup()
 	layers = append(layers, doctorLayer{Name: "memory_cgroup", Active: cg.Active, Reason: cg.Reason, info: true})
 	layers = append(layers, checkAssets())
-	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
+	for _, lang := range languages().Names() {
 		layers = append(layers, checkRuntime(sup, lang))
 	}
 	layers = append(layers, cacheLayer(sup), snapshotLayer(sup)) // after the runtimes filled them

@@ -11,11 +11,8 @@ import (
 	"syscall"
 
 	"capsule/cmd/capsule/terminal"
-	"capsule/runtimes"
 	"capsule/supervisor"
 )
-
-var execLanguages = []string{runtimes.Python, runtimes.JavaScript}
 
 const execSynopsis = "capsule exec LANG [flags] (-c CODE | FILE | -)\n\n" +
 	"Runs code once through the same supervisor and worker path as serve. LANG is python or javascript.\n" +
@@ -26,7 +23,7 @@ const execSynopsis = "capsule exec LANG [flags] (-c CODE | FILE | -)\n\n" +
 
 func execCommand(args []string) int {
 	fs := newFlagSet("exec", execSynopsis)
-	e := supervisor.NewEnvFlags(fs)
+	e := NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
 	code := fs.String("c", "", "the code to run")
@@ -42,8 +39,8 @@ func execCommand(args []string) int {
 		return exitOK
 	}
 	lang := args[0]
-	if !slices.Contains(execLanguages, lang) {
-		fmt.Fprintf(os.Stderr, "capsule exec: unknown language %q: want one of %v\n", lang, execLanguages)
+	if names := languages().Names(); !slices.Contains(names, lang) {
+		fmt.Fprintf(os.Stderr, "capsule exec: unknown language %q: want one of %v\n", lang, names)
 		return exitUsage
 	}
 	c.logLevel = "warn"

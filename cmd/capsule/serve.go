@@ -16,8 +16,9 @@ import (
 
 	"capsule/ipc"
 	"capsule/supervisor"
-	"capsule/supervisor/mcplog"
-	"capsule/supervisor/transport"
+	"capsule/supervisor/mcp"
+	"capsule/supervisor/mcp/mcplog"
+	"capsule/supervisor/mcp/transport"
 )
 
 const serveSynopsis = "capsule serve [flags]\n\n" +
@@ -34,11 +35,11 @@ const answerGrace = 2 * time.Second
 
 func serve(args []string) int {
 	fs := newFlagSet("serve", serveSynopsis)
-	e := supervisor.NewEnvFlags(fs)
+	e := NewEnvFlags(fs)
 	var c commonFlags
 	c.register(e, fs)
 	opts := transport.DefaultServeOptions()
-	opts.RegisterFlags(e)
+	registerServeFlags(e, &opts)
 	if status, ok := parse(e, args); !ok {
 		return status
 	}
@@ -93,7 +94,7 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 	// each line at the level it sets (logging/setLevel), and stderr still
 	// gets every line.
 	logs := mcplog.New()
-	mcpServer := supervisor.NewMCPServer(sup, server.WithLogging(), server.WithHooks(logs.Hooks()))
+	mcpServer := mcp.NewServer(sup, server.WithLogging(), server.WithHooks(logs.Hooks()))
 	logs.Attach(mcpServer)
 	logger.RegisterSink(logs)
 	defer logger.DeregisterSink(logs)
@@ -138,7 +139,7 @@ func serveStdio(signals context.Context, stop func(), sup *supervisor.Supervisor
 // serveHTTP serves MCP over Streamable HTTP on ln until a signal arrives,
 // then stops accepting and drains.
 func serveHTTP(signals context.Context, stop func(), sup *supervisor.Supervisor, ln net.Listener, opts transport.ServeOptions, logger hclog.Logger) int {
-	srv := transport.NewHTTPServer(supervisor.NewMCPServer(sup), sup.Ready, opts, logger)
+	srv := transport.NewHTTPServer(mcp.NewServer(sup), sup.Ready, opts, logger)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	// Tests and scripts that bind port 0 read the port from this line.

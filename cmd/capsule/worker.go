@@ -18,5 +18,5 @@ func workerCommand(args []string) int {
 		fmt.Fprintln(os.Stderr, "capsule worker takes no arguments:", worker.ErrNotStartedBySupervisor)
 		return exitUsage
 	}
-	return worker.Main()
+	return worker.Main(languages())
 }

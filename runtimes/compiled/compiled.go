@@ -30,6 +30,17 @@ import (
 	"capsule/runtimes/provenance"
 )
 
+// Built reports an error when this binary embeds the empty placeholders
+// of `make wazero` instead of compiled images.
+func Built() error {
+	for module, image := range images {
+		if len(image) == 0 {
+			return fmt.Errorf("this binary was built without the compiled %s image (runtimes/compiled/dist holds the empty placeholders of make wazero): run make build", module)
+		}
+	}
+	return nil
+}
+
 // Image returns a module's embedded compiled image, or nil when the binary
 // has none (another platform, another module). A module is named as its
 // language, or as a variant's own (python.ModuleName: python-numpy).

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -43,6 +44,16 @@ var (
 	//go:embed dist/sources/*/SOURCE
 	sourceFiles embed.FS
 )
+
+// Built reports an error when this binary embeds the empty placeholders
+// of `make wazero` instead of the built runtime: it can type-check and
+// test the packages that run no code, but not run JavaScript.
+func Built() error {
+	if len(wasmModule) == 0 {
+		return errors.New("this binary was built without the JavaScript runtime (runtimes/javascript/dist holds the empty placeholders of make wazero): run make build")
+	}
+	return nil
+}
 
 // Provenance describes the embedded files, with the hashes fetch.sh
 // recorded for them, and the npm package they come from. Every file

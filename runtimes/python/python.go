@@ -71,6 +71,16 @@ var (
 	sourceFiles embed.FS
 )
 
+// Built reports an error when this binary embeds the empty placeholders
+// of `make wazero` instead of the built runtime: it can type-check and
+// test the packages that run no code, but not run Python.
+func Built() error {
+	if len(pythonWasm) == 0 || len(numpyWasm) == 0 || len(bundleZip) == 0 {
+		return errors.New("this binary was built without the Python runtime (runtimes/python/dist holds the empty placeholders of make wazero): run make build")
+	}
+	return nil
+}
+
 // Provenance describes the embedded files, with the hashes the build
 // recorded for them, and the components they were built from. Every file
 // the builds list in dist/ASSETS and dist/bundle/ASSETS must be embedded

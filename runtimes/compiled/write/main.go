@@ -26,8 +26,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"capsule/runtimes"
-	"capsule/runtimes/javascript"
-	"capsule/runtimes/python"
+	"capsule/runtimes/languages"
 )
 
 func main() {
@@ -43,17 +42,26 @@ func main() {
 	}
 }
 
-// modules are the modules whose images are written: each language's, and
-// the numpy variant's own (python.ModuleName names them as package
-// compiled looks them up).
-var modules = []struct {
-	name    string
+// module is one module whose image is written: a language's, or a
+// variant's own.
+type module struct {
+	name    string // as package compiled looks it up (runtimes.Language.Module)
 	compile func(context.Context, runtimes.Config) (runtimes.Engine, error)
 	variant string
-}{
-	{python.ModuleName(""), python.Compile, ""},
-	{python.ModuleName("numpy"), python.Compile, "numpy"},
-	{runtimes.JavaScript, javascript.Compile, ""},
+}
+
+// modules are the modules of the table of languages (package languages):
+// each language's, and the variants' that run their own.
+func modules() []module {
+	var ms []module
+	for _, l := range languages.All() {
+		for _, variant := range append([]string{""}, l.Variants...) {
+			if variant == "" || l.HasOwnModule(variant) {
+				ms = append(ms, module{l.Module(variant), l.Compile, variant})
+			}
+		}
+	}
+	return ms
 }
 
 func run(out string) error {
@@ -67,7 +75,7 @@ func run(out string) error {
 		return fmt.Errorf("guard-page memories are not available here (is the address space limited? ulimit -v): the images would not match what workers compile")
 	}
 	var assets bytes.Buffer
-	for _, m := range modules {
+	for _, m := range modules() {
 		image, err := compile(m.compile, m.variant)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)

@@ -1,22 +1,15 @@
-package supervisor
+package javascript
 
 import (
 	"strings"
 	"testing"
-
-	"capsule/runtimes"
 )
 
-// TestJavaScriptDescriptionStatesTheEngine: the tool description says what
-// runtimes/javascript's TestEngineLacks and TestLastValue prove: what the
-// engine lacks, what is awaited, how the result is rendered.
-func TestJavaScriptDescriptionStatesTheEngine(t *testing.T) {
-	var about string
-	for _, l := range languages {
-		if l.name == runtimes.JavaScript {
-			about = l.about
-		}
-	}
+// TestDescriptionStatesTheEngine: the tool description says what
+// TestEngineLacks and TestLastValue prove: what the engine lacks, what is
+// awaited, how the result is rendered.
+func TestDescriptionStatesTheEngine(t *testing.T) {
+	about := Language().Tool.About
 	for _, want := range []string{
 		"plain script", "top-level await works", "no ES modules", "import/export are SyntaxErrors",
 		"import() rejects", "no Atomics", "a native Promise is awaited", "other thenables are not",

@@ -52,25 +52,6 @@ func DefaultServeOptions() ServeOptions {
 	return ServeOptions{ShutdownGrace: 10 * time.Second}
 }
 
-// RegisterFlags defines serve's transport flags, with their environment
-// variables, on e.
-func (o *ServeOptions) RegisterFlags(e *supervisor.EnvFlags) {
-	e.Var(supervisor.StringValue{S: &o.HTTP}, "http", "CAPSULE_HTTP",
-		"serve MCP over Streamable HTTP at "+MCPPath+" on this address (host:port; a bare port or :port binds 127.0.0.1) instead of stdio")
-	e.Var(supervisor.StringValue{S: &o.AuthTokenFile}, "auth-token-file", "CAPSULE_AUTH_TOKEN_FILE",
-		"file holding the bearer token HTTP clients must send (or set "+AuthTokenEnv+")")
-	e.Var(originsValue{&o.AllowOrigins}, "allow-origin", "CAPSULE_ALLOW_ORIGIN",
-		"also accept HTTP requests from this browser origin, scheme://host[:port] or *; repeatable, comma-separated (loopback origins are always accepted)")
-	e.Var(autoSize{&o.MaxRequestBody}, "max-request-body", "CAPSULE_MAX_REQUEST_BODY",
-		"limit on an HTTP request's body (larger ones get 413) and on a stdio message (larger ones get a JSON-RPC error)")
-	e.Var(autoInt{&o.MaxClientConcurrency}, "max-client-concurrency", "CAPSULE_MAX_CLIENT_CONCURRENCY",
-		"HTTP requests one client (remote IP) may have in flight; more get 429")
-	e.Var(supervisor.BoolValue(&o.TrustProxyHeaders), "trust-proxy-headers", "CAPSULE_TRUST_PROXY_HEADERS",
-		"identify HTTP clients by X-Forwarded-For's first address (only behind a proxy that sets it)")
-	e.Var(supervisor.DurationValue(&o.ShutdownGrace), "shutdown-grace", "CAPSULE_SHUTDOWN_GRACE",
-		"on SIGTERM or SIGINT, how long running calls may take to finish before their workers are killed")
-}
-
 // Resolve completes the options after parsing: it applies the defaults
 // that depend on cfg, turns a bare port into a loopback address, and reads
 // the token. It only reads the token for HTTP, where it is used.
@@ -161,74 +142,23 @@ func (o *ServeOptions) CheckExposure(bound net.Addr) error {
 		"so other hosts could run code here. Set %s or --auth-token-file, or bind 127.0.0.1", o.HTTP, bound, AuthTokenEnv)
 }
 
-// originsValue is a flag.Value for a list of allowed origins, given
-// repeatedly or comma-separated.
-type originsValue struct{ list *[]string }
-
-func (v originsValue) String() string {
-	if v.list == nil {
-		return ""
-	}
-	return strings.Join(*v.list, ",")
-}
-
-func (v originsValue) Set(s string) error {
+// AddOrigins adds to list the browser origins in s, comma-separated:
+// each normalised to scheme://host[:port], or "*" for any.
+func AddOrigins(list []string, s string) ([]string, error) {
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
 		if part == "*" {
-			*v.list = append(*v.list, part)
+			list = append(list, part)
 			continue
 		}
 		norm, err := normalizeOrigin(part)
 		if err != nil {
-			return err
+			return list, err
 		}
-		*v.list = append(*v.list, norm)
+		list = append(list, norm)
 	}
-	return nil
+	return list, nil
 }
-
-// autoSize is a Size flag whose zero value means "derived after parsing",
-// and says so in the help.
-type autoSize struct{ s *supervisor.Size }
-
-func (v autoSize) String() string {
-	switch {
-	case v.s == nil:
-		return "" // the flag package's zero value, so the default below is shown
-	case *v.s == 0:
-		return "5 × max-code + 4/3 × max-files-in + 1MiB"
-	}
-	return v.s.String()
-}
-
-func (v autoSize) Set(s string) error {
-	n, err := supervisor.ParseSize(s)
-	if err == nil && n == 0 {
-		err = fmt.Errorf("invalid size %q: want more than 0", s)
-	}
-	if err != nil {
-		return err
-	}
-	*v.s = n
-	return nil
-}
-
-// autoInt is a count flag whose zero value means "derived after parsing",
-// and says so in the help.
-type autoInt struct{ n *int }
-
-func (v autoInt) String() string {
-	switch {
-	case v.n == nil:
-		return "" // the flag package's zero value, so the default below is shown
-	case *v.n == 0:
-		return "2 × max-concurrency"
-	}
-	return strconv.Itoa(*v.n)
-}
-
-func (v autoInt) Set(s string) error { return supervisor.IntValue(v.n, 1).Set(s) }

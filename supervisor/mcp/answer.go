@@ -1,4 +1,4 @@
-package supervisor
+package mcp
 
 import (
 	"encoding/base64"
@@ -9,15 +9,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
+	"capsule/supervisor"
+	"capsule/supervisor/mcp/toolcall"
 )
-
-// MinAnswer is the smallest --max-answer: room for the text and the
-// structured content of an answer with a few lines of output.
-const MinAnswer = 64 << 10
 
 // answerEnvelope is what an answer's encoding may add around the tool
 // result: the JSON-RPC response's members, the _meta with the server's
@@ -31,10 +29,33 @@ const answerEnvelope = 8 << 10
 // content).
 const limitReserve = 2 << 10
 
+// toolAnswer is the tool result of a call's answer: fitted within max
+// bytes as the transport encodes it, with the files sent as content after
+// the text (through call, when the transport split the request).
+func toolAnswer(a *supervisor.Answer, call *toolcall.Call, max int64) *mcpgo.CallToolResult {
+	idLen := 0
+	if call != nil {
+		idLen = len(call.ID)
+	}
+	fit(a, max, idLen)
+	res := toolResult(a)
+	res.Content = append(res.Content, fileContents(a, call)...)
+	return res
+}
+
+// answerResult is the tool result of a call refused before it ran (its
+// arguments, a limit): an error with the same structuredContent as any
+// other answer, as the output schema promises.
+func answerResult(a *supervisor.Answer) *mcpgo.CallToolResult {
+	res := mcpgo.NewToolResultStructured(a, a.Text())
+	res.IsError = true
+	return res
+}
+
 // toolResult is the MCP tool result of the answer, without the files'
 // contents (FileContents adds them).
-func (a *Answer) toolResult() *mcp.CallToolResult {
-	res := mcp.NewToolResultStructured(a, a.Text())
+func toolResult(a *supervisor.Answer) *mcpgo.CallToolResult {
+	res := mcpgo.NewToolResultStructured(a, a.Text())
 	res.IsError = a.IsError()
 	return res
 }
@@ -46,8 +67,8 @@ func (a *Answer) toolResult() *mcp.CallToolResult {
 // one-character stand-in for each, so that the text content keeps its
 // sections. Encoding megabytes of escaped output for each measurement
 // would cost a pathological answer half a second of CPU.
-func (a *Answer) encodedSize() int64 {
-	texts := a.texts()
+func encodedSize(a *supervisor.Answer) int64 {
+	texts := texts(a)
 	saved := make([]string, len(texts))
 	var long int64
 	for i, t := range texts {
@@ -57,7 +78,7 @@ func (a *Answer) encodedSize() int64 {
 			*t = "x"
 		}
 	}
-	b, err := json.Marshal(a.toolResult())
+	b, err := json.Marshal(toolResult(a))
 	for i, t := range texts {
 		*t = saved[i]
 	}
@@ -71,27 +92,27 @@ func (a *Answer) encodedSize() int64 {
 // it: each character of text at its most expensive escape (6 bytes), each
 // text shown twice (text and structured content), the files at theirs.
 // Most answers are far below the limit, and need no more than this.
-func (a *Answer) roughSize() int64 {
+func roughSize(a *supervisor.Answer) int64 {
 	n := int64(4 << 10)
-	for _, s := range a.texts() {
+	for _, s := range texts(a) {
 		n += 12 * int64(len(*s))
 	}
 	n += int64(len(a.Result))
 	if a.Error != nil {
 		n += 12 * int64(len(a.Error.Type)+len(a.Error.Message))
 	}
-	for i, f := range a.returned.files {
+	for i, f := range a.Returned.Files {
 		n += 12*int64(len(f.Path)) + 256
 		if !f.Truncated {
-			n += a.contentSize(i)
+			n += contentSize(a, i)
 		}
 	}
 	return n
 }
 
-// texts are the answer's long texts, the ones Fit may cut: each is shown
+// texts are the answer's long texts, the ones fit may cut: each is shown
 // in the text content and in the structured content.
-func (a *Answer) texts() []*string {
+func texts(a *supervisor.Answer) []*string {
 	t := []*string{&a.Stdout, &a.Stderr}
 	if a.ResultRepr != nil {
 		t = append(t, a.ResultRepr)
@@ -102,7 +123,7 @@ func (a *Answer) texts() []*string {
 	return t
 }
 
-// Fit keeps the whole answer, as the transport will encode it (the text,
+// fit keeps the whole answer, as the transport will encode it (the text,
 // the structured content and the files sent, base64 or escaped text, and
 // an envelope with an id of idLen bytes), within max bytes. Output comes
 // first: a file that does not fit in what is left is listed with
@@ -112,38 +133,38 @@ func (a *Answer) texts() []*string {
 // from the end, as the output limit does. What was cut or left out is
 // named in the answer: limit "answer" (unless another limit was hit
 // first) and an error that says what and which flag raises it.
-func (a *Answer) Fit(max int64, idLen int) {
+func fit(a *supervisor.Answer, max int64, idLen int) {
 	budget := max - answerEnvelope - int64(idLen)
-	if a.roughSize() <= budget {
+	if roughSize(a) <= budget {
 		return
 	}
 	budget -= limitReserve
 	limit, errInfo := a.Limit, a.Error
 	var sendable []int
-	for i, f := range a.returned.files {
+	for i, f := range a.Returned.Files {
 		if !f.Truncated {
 			sendable = append(sendable, i)
-			a.withhold(i, true)
+			withhold(a, i, true)
 		}
 	}
 	var cuts []string
-	size := a.encodedSize()
+	size := encodedSize(a)
 	for round := 0; size > budget && round < 16; round++ {
-		cut := a.cutText(size-budget, round == 15)
+		cut := cutText(a, size-budget, round == 15)
 		if cut == "" {
 			break
 		}
 		if !slices.Contains(cuts, cut) {
 			cuts = append(cuts, cut)
 		}
-		size = a.encodedSize()
+		size = encodedSize(a)
 	}
 	room := budget - size
 	withheld := 0
 	for _, i := range sendable {
-		if c := a.contentSize(i) + 1; c <= room {
+		if c := contentSize(a, i) + 1; c <= room {
 			room -= c
-			a.withhold(i, false)
+			withhold(a, i, false)
 		} else {
 			withheld++
 		}
@@ -167,7 +188,7 @@ func (a *Answer) Fit(max int64, idLen int) {
 	}
 	// Another limit was hit first and keeps the error; the text still
 	// says what the answer limit took.
-	a.answerNote = msg
+	a.AnswerNote = msg
 }
 
 // plural picks one or many by n.
@@ -180,13 +201,13 @@ func plural(n int, one, many string) string {
 
 // withhold marks file i as not sent, or as sent again, for the answer
 // limit.
-func (a *Answer) withhold(i int, over bool) {
-	a.returned.files[i].Truncated = over
+func withhold(a *supervisor.Answer, i int, over bool) {
+	a.Returned.Files[i].Truncated = over
 	a.Files[i].Truncated = over
-	if a.returned.overAnswer == nil {
-		a.returned.overAnswer = make([]bool, len(a.returned.files))
+	if a.Returned.OverAnswer == nil {
+		a.Returned.OverAnswer = make([]bool, len(a.Returned.Files))
 	}
-	a.returned.overAnswer[i] = over
+	a.Returned.OverAnswer[i] = over
 }
 
 // cutText cuts at least excess bytes of encoded JSON from the answer's
@@ -195,17 +216,17 @@ func (a *Answer) withhold(i int, over bool) {
 // so that a long stderr does not leave stdout empty, or the other way
 // round. last cuts every text and drops the result, whatever that
 // leaves.
-func (a *Answer) cutText(excess int64, last bool) string {
+func cutText(a *supervisor.Answer, excess int64, last bool) string {
 	if last {
-		a.cutStream(&a.Stdout, &a.stdoutDropped, len(a.Stdout))
-		a.cutStream(&a.Stderr, &a.stderrDropped, len(a.Stderr))
-		for _, t := range a.texts()[2:] {
+		cutStream(a, &a.Stdout, &a.StdoutDropped, len(a.Stdout))
+		cutStream(a, &a.Stderr, &a.StderrDropped, len(a.Stderr))
+		for _, t := range texts(a)[2:] {
 			*t = ""
 		}
 		a.Result = json.RawMessage("null")
 		return "the output, the result and the traceback were left out"
 	}
-	texts := a.texts()
+	texts := texts(a)
 	costs := make([]int64, len(texts))
 	var total, longest int64
 	for i, t := range texts {
@@ -245,10 +266,10 @@ func (a *Answer) cutText(excess int64, last bool) string {
 		keep := keepWithin(*t, lo)
 		switch t {
 		case &a.Stdout:
-			a.cutStream(&a.Stdout, &a.stdoutDropped, len(a.Stdout)-keep)
+			cutStream(a, &a.Stdout, &a.StdoutDropped, len(a.Stdout)-keep)
 			cut = append(cut, "stdout")
 		case &a.Stderr:
-			a.cutStream(&a.Stderr, &a.stderrDropped, len(a.Stderr)-keep)
+			cutStream(a, &a.Stderr, &a.StderrDropped, len(a.Stderr)-keep)
 			cut = append(cut, "stderr")
 		case a.ResultRepr:
 			*a.ResultRepr = (*a.ResultRepr)[:keep] + "…"
@@ -263,14 +284,14 @@ func (a *Answer) cutText(excess int64, last bool) string {
 
 // cutStream drops the last n bytes of a stream's text, counting them as
 // the output limit counts what it drops.
-func (a *Answer) cutStream(text *string, dropped *int64, n int) {
+func cutStream(a *supervisor.Answer, text *string, dropped *int64, n int) {
 	if n <= 0 {
 		return
 	}
 	*text = (*text)[:len(*text)-n]
 	*dropped += int64(n)
-	a.StdoutTruncated = a.stdoutDropped > 0
-	a.StderrTruncated = a.stderrDropped > 0
+	a.StdoutTruncated = a.StdoutDropped > 0
+	a.StderrTruncated = a.StderrDropped > 0
 }
 
 // keepWithin returns how many bytes of s, cut at a character boundary,
@@ -318,22 +339,48 @@ func runeJSONLen(r rune, size int) int64 {
 
 // contentSize is the encoded size of returned file i's content, as
 // FileContents makes it.
-func (a *Answer) contentSize(i int) int64 {
-	f, k := a.returned.files[i], a.returned.kinds[i]
-	var shell mcp.Content
+func contentSize(a *supervisor.Answer, i int) int64 {
+	f, k := a.Returned.Files[i], a.Returned.Kinds[i]
+	var shell mcpgo.Content
 	uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
 	var data int64
 	switch {
 	case k.Image:
-		shell = mcp.NewImageContent("", k.MIME)
+		shell = mcpgo.NewImageContent("", k.MIME)
 		data = int64(base64.StdEncoding.EncodedLen(len(f.Data)))
 	case k.Text:
-		shell = mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: uri, MIMEType: k.MIME})
+		shell = mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME})
 		data = jsonStringLen(f.Data) - 2
 	default:
-		shell = mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: uri, MIMEType: k.MIME})
+		shell = mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME})
 		data = int64(base64.StdEncoding.EncodedLen(len(f.Data)))
 	}
 	b, _ := json.Marshal(shell)
 	return int64(len(b)) + data
+}
+
+// fileContents is the MCP content of the files returned and sent, in path
+// order, to follow the answer's text: PNG, JPEG, GIF and WebP images as
+// image content, other files as embedded resources at
+// file:///tmp/outputs/PATH, text (a text type in UTF-8) or blob. Through
+// call, when the transport split the request, each file's content is a
+// placeholder that the transport replaces, encoding the file once.
+func fileContents(a *supervisor.Answer, call *toolcall.Call) []mcpgo.Content {
+	var out []mcpgo.Content
+	for i, f := range a.Returned.Files {
+		if f.Truncated {
+			continue
+		}
+		k := a.Returned.Kinds[i]
+		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
+		switch {
+		case k.Image:
+			out = append(out, mcpgo.NewImageContent(call.Base64(f.Data), k.MIME))
+		case k.Text:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
+		default:
+			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
+		}
+	}
+	return out
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"capsule/supervisor"
-	"capsule/supervisor/toolcall"
+	tools "capsule/supervisor/mcp"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // ambiguousRequests are requests a reader could take two ways: each must
@@ -171,7 +171,7 @@ func FuzzOneMeaning(f *testing.F) {
 		f.Add([]byte(msg))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		call, small, refusal := toolcall.Split(msg, supervisor.ArgumentNames)
+		call, small, refusal := toolcall.Split(msg, tools.ArgumentNames)
 		if refusal != nil {
 			return
 		}
@@ -216,8 +216,8 @@ func FuzzOneMeaning(f *testing.F) {
 		if _, isString := params["name"]; isString && whole.Params.Name != name {
 			t.Fatalf("%q: mcp-go reads tool %q, exactly it is %q", msg, whole.Params.Name, name)
 		}
-		slow, slowErr := supervisor.ParseArguments(whole.GetRawArguments())
-		exactArgs, exactErr := supervisor.ParseArguments(params["arguments"])
+		slow, slowErr := tools.ParseArguments(whole.GetRawArguments())
+		exactArgs, exactErr := tools.ParseArguments(params["arguments"])
 		sameArguments(t, msg, "mcp-go's", slow, slowErr, "the exact", exactArgs, exactErr)
 		if call == nil {
 			return
@@ -230,7 +230,7 @@ func FuzzOneMeaning(f *testing.F) {
 		if json.Unmarshal(call.ID, &id) != nil || !reflect.DeepEqual(id, base.ID) {
 			t.Fatalf("%q: split id %s, mcp-go reads %#v", msg, call.ID, base.ID)
 		}
-		fast, fastErr := supervisor.ParseArguments(call.Arguments)
+		fast, fastErr := tools.ParseArguments(call.Arguments)
 		sameArguments(t, msg, "the fast path's", fast, fastErr, "mcp-go's", slow, slowErr)
 	})
 }
@@ -238,7 +238,7 @@ func FuzzOneMeaning(f *testing.F) {
 // sameArguments fails unless two readings of a call's arguments agree:
 // both refused (the wording may name another of several bad arguments,
 // since maps have no order), or the same arguments.
-func sameArguments(t *testing.T, msg []byte, aName string, a supervisor.Arguments, aErr error, bName string, b supervisor.Arguments, bErr error) {
+func sameArguments(t *testing.T, msg []byte, aName string, a tools.Arguments, aErr error, bName string, b tools.Arguments, bErr error) {
 	t.Helper()
 	if (aErr == nil) != (bErr == nil) || aErr == nil && !reflect.DeepEqual(a, b) {
 		t.Fatalf("%q: %s reading gives %+v (%v), %s %+v (%v)", msg, aName, a, aErr, bName, b, bErr)

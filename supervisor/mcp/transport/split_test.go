@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"capsule/supervisor/toolcall"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // filesServer is an MCP server whose tool "files" answers with the files

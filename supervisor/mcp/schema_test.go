@@ -1,4 +1,4 @@
-package supervisor
+package mcp
 
 import (
 	"encoding/json"
@@ -8,12 +8,19 @@ import (
 	"testing"
 
 	"capsule/runtimes"
+	"capsule/runtimes/javascript"
+	"capsule/runtimes/python"
+	"capsule/supervisor"
 )
 
 // portableKeywords are the JSON Schema keywords the tools' schemas may
 // use: those every client reads the same way. A schema with another
 // keyword fails TestOutputSchemaIsPortable, and a validator below that
 // met it would refuse to guess.
+// testLanguages are the languages the tools are tested with, as
+// cmd/capsule makes them (without compiled images).
+var testLanguages = runtimes.Languages{python.Language(), javascript.Language()}
+
 var portableKeywords = []string{"type", "properties", "required", "items", "anyOf", "enum", "description",
 	"additionalProperties", "maxLength", "minimum", "maximum"}
 
@@ -71,8 +78,8 @@ func lintSchema(path string, schema any) []string {
 // none of the warnings above, and every limit an answer can name is in
 // the output schema's enum.
 func TestOutputSchemaIsPortable(t *testing.T) {
-	s := &Supervisor{cfg: DefaultConfig()}
-	for _, l := range languages {
+	s := &tools{cfg: supervisor.DefaultConfig(testLanguages)}
+	for _, l := range testLanguages {
 		b, err := json.Marshal(s.tool(l))
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +91,7 @@ func TestOutputSchemaIsPortable(t *testing.T) {
 		if err := json.Unmarshal(b, &tool); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range append(lintSchema(l.tool+".inputSchema", tool.InputSchema), lintSchema(l.tool+".outputSchema", tool.OutputSchema)...) {
+		for _, p := range append(lintSchema(l.Tool.Name+".inputSchema", tool.InputSchema), lintSchema(l.Tool.Name+".outputSchema", tool.OutputSchema)...) {
 			t.Error(p)
 		}
 	}
@@ -100,16 +107,17 @@ func TestOutputSchemaIsPortable(t *testing.T) {
 // against the output schema as a client checks structuredContent.
 func TestAnswersConformToOutputSchema(t *testing.T) {
 	typ, repr := "tuple", "(1, 2)"
-	answers := []*Answer{
+	scratch := runtimes.LimitScratch
+	answers := []*supervisor.Answer{
 		{Result: json.RawMessage(`[1,2]`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`"x"`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`{"a":null}`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`1.5`), ResultType: &typ, ResultRepr: &repr},
 		{Result: json.RawMessage(`true`), ResultType: &typ, ResultRepr: &repr},
 		{},
-		errorAnswer("ZeroDivisionError", "division by zero"),
-		limitAnswer(runtimes.LimitScratch, "ScratchLimitError", "scratch: full"),
-		{Files: []FileInfo{{Path: "a.csv", Size: 3, MIMEType: "text/csv"}, {Path: "b.png", Size: 9, MIMEType: "image/png", Truncated: true}}},
+		{Error: &runtimes.ErrorInfo{Type: "ZeroDivisionError", Message: "division by zero"}},
+		{Limit: &scratch, Error: &runtimes.ErrorInfo{Type: "ScratchLimitError", Message: "scratch: full"}},
+		{Files: []supervisor.FileInfo{{Path: "a.csv", Size: 3, MIMEType: "text/csv"}, {Path: "b.png", Size: 9, MIMEType: "image/png", Truncated: true}}},
 	}
 	for _, a := range answers {
 		b, err := json.Marshal(a)

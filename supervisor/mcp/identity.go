@@ -1,13 +1,11 @@
-package supervisor
+package mcp
 
 import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"capsule/runtimes"
 )
 
 // The server's identity in initialize. There is no website: capsule is
@@ -28,27 +26,22 @@ const pillSVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">` +
 	`</g></svg>`
 
 // icon is a pill in two colours as an embedded SVG icon.
-func icon(left, right string) mcp.Icon {
+func icon(left, right string) mcpgo.Icon {
 	svg := fmt.Sprintf(pillSVG, left, right)
-	return mcp.Icon{
+	return mcpgo.Icon{
 		Src:      "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(svg)),
 		MIMEType: "image/svg+xml",
 		Sizes:    []string{"any"},
 	}
 }
 
-// Icons: the server's, and each language's in that language's colours.
-var (
-	serverIcon = icon("#5b8def", "#f2f2f2")
-	toolIcons  = map[string]mcp.Icon{
-		runtimes.Python:     icon("#3776ab", "#ffd43b"),
-		runtimes.JavaScript: icon("#f7df1e", "#323330"),
-	}
-)
+// serverIcon is the server's icon; each tool's is a pill in its
+// language's colours (runtimes.Tool).
+var serverIcon = icon("#5b8def", "#f2f2f2")
 
 // instructions tell the model how to use the tools well, with the limits
 // this server was started with.
-func (s *Supervisor) instructions() string {
+func (s *tools) instructions() string {
 	lim := s.cfg.Limits
 	return fmt.Sprintf("Use execute_python or execute_javascript to compute, parse, transform or check data by running code, "+
 		"rather than working it out by hand. Every call runs in a fresh sandbox: nothing is kept between calls "+
@@ -64,7 +57,7 @@ func (s *Supervisor) instructions() string {
 
 // identity is the server options that say who the server is and how to
 // use it.
-func (s *Supervisor) identity() []server.ServerOption {
+func (s *tools) identity() []server.ServerOption {
 	return []server.ServerOption{
 		server.WithTitle(serverTitle),
 		server.WithDescription(serverDescription),

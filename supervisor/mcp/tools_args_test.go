@@ -1,4 +1,4 @@
-package supervisor
+package mcp
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/hashicorp/go-hclog"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"capsule/runtimes"
+	"capsule/supervisor"
 )
 
 // TestArgumentErrorsAreStructured: a call whose arguments are refused is
@@ -16,8 +18,7 @@ import (
 // declare an output schema), with error type ArgumentError and a message
 // naming what is wrong, and isError set.
 func TestArgumentErrorsAreStructured(t *testing.T) {
-	cfg := DefaultConfig()
-	s := &Supervisor{cfg: cfg}
+	s := newTestTools(t, supervisor.DefaultConfig(testLanguages))
 	tests := []struct {
 		name string
 		args string
@@ -35,7 +36,7 @@ func TestArgumentErrorsAreStructured(t *testing.T) {
 	}
 	for _, lang := range []string{runtimes.Python, runtimes.JavaScript} {
 		for _, tt := range tests {
-			req := mcp.CallToolRequest{}
+			req := mcpgo.CallToolRequest{}
 			req.Params.Arguments = json.RawMessage(tt.args)
 			res, err := s.handler(lang)(context.Background(), req)
 			if err != nil {
@@ -60,9 +61,26 @@ func TestArgumentErrorsAreStructured(t *testing.T) {
 			if got["limit"] != nil {
 				t.Errorf("%s %s: limit %v, want null: nothing ran", lang, tt.name, got["limit"])
 			}
-			if len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, tt.want) {
+			if len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcpgo.TextContent).Text, tt.want) {
 				t.Errorf("%s %s: text content %v lacks %q", lang, tt.name, res.Content, tt.want)
 			}
 		}
 	}
+}
+
+// newTestTools are the tools on a supervisor with cfg that starts no
+// worker until a call runs. The bundled packages are off: listing them
+// reads the built Python runtime, which the unit tests do without.
+func newTestTools(t *testing.T, cfg supervisor.Config) *tools {
+	t.Helper()
+	cfg.CacheDir = ""
+	cfg.BundledPackages = false
+	sup, err := supervisor.New(cfg, hclog.NewNullLogger(), "/nonexistent/capsule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sup.Close)
+	s := &tools{sup: sup, cfg: sup.Config()}
+	s.bundled, s.pythonPackages = sup.PythonPackages()
+	return s
 }

@@ -162,9 +162,9 @@ func TestHTTPOrigin(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := testOptions()
-			v := originsValue{&o.AllowOrigins}
 			for _, a := range c.allow {
-				if err := v.Set(a); err != nil {
+				var err error
+				if o.AllowOrigins, err = AddOrigins(o.AllowOrigins, a); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -200,7 +200,7 @@ func TestHTTPOriginRefusedBeforeToken(t *testing.T) {
 	}
 }
 
-func TestOriginsValue(t *testing.T) {
+func TestAddOrigins(t *testing.T) {
 	cases := []struct {
 		in      string
 		want    string
@@ -220,14 +220,13 @@ func TestOriginsValue(t *testing.T) {
 		{in: "https://user@a.example", wantErr: true},
 	}
 	for _, c := range cases {
-		var list []string
-		err := originsValue{&list}.Set(c.in)
+		list, err := AddOrigins(nil, c.in)
 		if (err != nil) != c.wantErr {
-			t.Errorf("Set(%q): error %v, want error %v", c.in, err, c.wantErr)
+			t.Errorf("AddOrigins(%q): error %v, want error %v", c.in, err, c.wantErr)
 			continue
 		}
 		if got := strings.Join(list, ","); !c.wantErr && got != c.want {
-			t.Errorf("Set(%q) = %q, want %q", c.in, got, c.want)
+			t.Errorf("AddOrigins(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -472,7 +471,7 @@ func TestResolveToken(t *testing.T) {
 			}
 			o := DefaultServeOptions()
 			o.HTTP, o.AuthTokenFile = c.http, c.file
-			err := o.Resolve(supervisor.DefaultConfig())
+			err := o.Resolve(supervisor.DefaultConfig(nil))
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error = %v, want one mentioning %q", err, c.wantErr)
@@ -490,7 +489,7 @@ func TestResolveToken(t *testing.T) {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	cfg := supervisor.DefaultConfig()
+	cfg := supervisor.DefaultConfig(nil)
 	cfg.MaxConcurrency = 3
 	cfg.Limits.MaxCode = 2 << 20
 	o := DefaultServeOptions()

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"capsule/supervisor"
-	"capsule/supervisor/toolcall"
+	tools "capsule/supervisor/mcp"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // SessionHeader is the Streamable HTTP session header.
@@ -61,7 +61,7 @@ func (c *callRegistry) serve(mcp http.Handler, w http.ResponseWriter, r *http.Re
 // into the response as mcp writes it.
 func (c *callRegistry) serveOne(mcp http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
 	var m message
-	call, small, refusal := toolcall.Split(body, supervisor.ArgumentNames)
+	call, small, refusal := toolcall.Split(body, tools.ArgumentNames)
 	switch {
 	case r.Method != http.MethodPost:
 		mcp.ServeHTTP(w, r)

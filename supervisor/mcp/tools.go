@@ -1,21 +1,28 @@
-package supervisor
+// Package mcp is capsule's MCP edge: the tools execute_python and
+// execute_javascript (their descriptions, input and output schemas, the
+// server's identity), their arguments, and the answer as an MCP tool
+// result within --max-answer, with the returned files as content. The
+// transports (package transport), the tools/call fast path (package
+// toolcall) and the log sent to clients (package mcplog) are under it.
+//
+// The engine, package supervisor, knows nothing of MCP: it takes a
+// supervisor.Request and returns a supervisor.Answer.
+package mcp
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/runtimes/python"
-	"capsule/supervisor/toolcall"
+	"capsule/supervisor"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // outputSchema describes Answer, the structuredContent of both tools.
@@ -61,86 +68,62 @@ const outputSchema = `{
 // enum lists them.
 const limitNames = `"timeout", "memory", "output", "code_size", "scratch", "files_in", "files_out", "answer", "shutdown"`
 
-// language describes one tool: its name and how its description reads.
-type language struct {
-	name  string // runtimes.Python, runtimes.JavaScript
-	tool  string
-	title string
-	about string // what runs, stated first in the description
-	// inputsIn says where the code finds `inputs`.
-	inputsIn string
+// tools serves capsule's tools on a supervisor.
+type tools struct {
+	sup *supervisor.Supervisor
+	cfg supervisor.Config
+	// bundled and pythonPackages are what Python calls import beyond the
+	// standard library, for the tool description.
+	bundled        []string
+	pythonPackages []string
 }
 
-var languages = []language{
-	{
-		name:     runtimes.Python,
-		tool:     "execute_python",
-		title:    "Run Python",
-		inputsIn: "a global variable in Python",
-		about: "Runs Python 3.11 code (CPython and its standard library, with sqlite3, zlib, lzma, bz2, and " +
-			"zoneinfo with the IANA time zones (local time is UTC unless the code sets TZ and calls time.tzset); no pandas, no scipy, no pip installs, " +
-			"no threads, no subprocesses) as a fresh script. stdout, stderr and the value of the last expression (like a " +
-			"notebook cell: its repr, and exact JSON where it maps) come back.",
-	},
-	{
-		name:     runtimes.JavaScript,
-		tool:     "execute_javascript",
-		title:    "Run JavaScript",
-		inputsIn: "a global in JavaScript",
-		about: "Runs JavaScript (QuickJS-NG engine, ES2023) as a fresh plain script in global scope; " +
-			"top-level await works. console.log/info/debug write to stdout, console.error/warn to stderr; " +
-			"setTimeout, setInterval, queueMicrotask work. No Node or browser APIs beyond console and timers " +
-			"(no require, process, fetch), no ES modules (import/export are SyntaxErrors, import() rejects), " +
-			"no Atomics. stdout, stderr and the value of the last expression come back: a native Promise is " +
-			"awaited (other thenables are not); the value is shown as node's REPL shows it, and as exact JSON " +
-			"for plain objects and arrays of JSON values, without calling toJSON, getters or any other code of the value.",
-	},
-}
-
-// NewMCPServer returns the MCP server with capsule's tools, backed by s;
+// NewServer returns the MCP server with capsule's tools, backed by sup;
 // extra adds what a transport offers (stdio: logging).
-func NewMCPServer(s *Supervisor, extra ...server.ServerOption) *server.MCPServer {
+func NewServer(sup *supervisor.Supervisor, extra ...server.ServerOption) *server.MCPServer {
+	s := &tools{sup: sup, cfg: sup.Config()}
+	s.bundled, s.pythonPackages = sup.PythonPackages()
 	opts := append([]server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}, s.identity()...)
-	srv := server.NewMCPServer("capsule", Version, append(opts, extra...)...)
-	for _, l := range languages {
-		srv.AddTool(s.tool(l), s.handler(l.name))
+	srv := server.NewMCPServer("capsule", supervisor.Version, append(opts, extra...)...)
+	for _, l := range s.cfg.Languages {
+		srv.AddTool(s.tool(l), s.handler(l.Name))
 	}
 	return srv
 }
 
-func (s *Supervisor) tool(l language) mcp.Tool {
+func (s *tools) tool(l runtimes.Language) mcpgo.Tool {
 	lim := s.cfg.Limits
 	desc := fmt.Sprintf("%s %s, and nothing is kept between calls: "+
 		"pass earlier results in the code or in `inputs`. Limits per call: %s wall time by default "+
 		"(timeout_seconds may raise it up to %s), %s memory, %s each of stdout and stderr (the rest is "+
 		"dropped), %d characters of code and %s of inputs. %s",
-		l.about, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode, s.filesAbout(l))
-	return mcp.NewTool(l.tool,
-		mcp.WithDescription(desc),
-		mcp.WithToolTitle(l.title),
-		mcp.WithToolIcons(toolIcons[l.name]),
-		mcp.WithTitleAnnotation(l.title),
+		l.Tool.About, s.files(l), lim.Timeout, lim.MaxTimeout, lim.Memory, lim.MaxOutput, int64(lim.MaxCode), lim.MaxCode, s.filesAbout(l))
+	return mcpgo.NewTool(l.Tool.Name,
+		mcpgo.WithDescription(desc),
+		mcpgo.WithToolTitle(l.Tool.Title),
+		mcpgo.WithToolIcons(icon(l.Tool.Colours[0], l.Tool.Colours[1])),
+		mcpgo.WithTitleAnnotation(l.Tool.Title),
 		// Nothing outside the sandbox changes, and nothing is reachable.
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
+		mcpgo.WithReadOnlyHintAnnotation(true),
+		mcpgo.WithDestructiveHintAnnotation(false),
 		// Code may read the clock or random numbers.
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
+		mcpgo.WithIdempotentHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(false),
 		// The schema states exactly what ParseArguments, the handler and
 		// Execute enforce: the code's length in characters, as maxLength
 		// counts them, and timeout_seconds within its bounds, more being
 		// refused rather than cut.
-		mcp.WithString("code", mcp.Required(), mcp.MaxLength(int(lim.MaxCode)),
-			mcp.Description(fmt.Sprintf("The source code to run (at most %d characters).", int64(lim.MaxCode)))),
-		mcp.WithNumber("timeout_seconds", mcp.Min(MinTimeout.Seconds()), mcp.Max(lim.MaxTimeout.Seconds()),
-			mcp.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g; a call that asks for more is refused).",
+		mcpgo.WithString("code", mcpgo.Required(), mcpgo.MaxLength(int(lim.MaxCode)),
+			mcpgo.Description(fmt.Sprintf("The source code to run (at most %d characters).", int64(lim.MaxCode)))),
+		mcpgo.WithNumber("timeout_seconds", mcpgo.Min(MinTimeout.Seconds()), mcpgo.Max(lim.MaxTimeout.Seconds()),
+			mcpgo.Description(fmt.Sprintf("Wall-clock limit for this call in seconds (default %g, at least %g, at most %g; a call that asks for more is refused).",
 				lim.Timeout.Seconds(), MinTimeout.Seconds(), lim.MaxTimeout.Seconds()))),
-		mcp.WithObject("inputs", mcp.Description(fmt.Sprintf(
+		mcpgo.WithObject("inputs", mcpgo.Description(fmt.Sprintf(
 			"A JSON object given to the code as the variable `inputs` (%s), so results can be chained "+
-				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.inputsIn, lim.MaxCode, MaxInputsDepth))),
+				"without pasting data into code. At most %s as JSON, nested at most %d deep.", l.Tool.InputsIn, lim.MaxCode, MaxInputsDepth))),
 		s.filesArgument(l),
-		mcp.WithSchemaAdditionalProperties(false),
-		mcp.WithRawOutputSchema(json.RawMessage(outputSchema)),
+		mcpgo.WithSchemaAdditionalProperties(false),
+		mcpgo.WithRawOutputSchema(json.RawMessage(outputSchema)),
 	)
 }
 
@@ -211,19 +194,8 @@ func ParseArguments(raw any) (Arguments, error) {
 	return parseArguments(raw, fileset.MaxListed)
 }
 
-// FilesCountError refuses a call that passes in more files than
-// --max-files-in-count allows.
-type FilesCountError struct {
-	N, Max int
-}
-
-func (e *FilesCountError) Error() string {
-	return fmt.Sprintf("files_in: %s passed in, over the limit of %d per call (--max-files-in-count)",
-		Count(int64(e.N), "file is", "files are"), e.Max)
-}
-
 // parseArguments is ParseArguments with at most maxFiles files: more are
-// refused with a *FilesCountError before any is decoded.
+// refused with a *supervisor.FilesCountError before any is decoded.
 func parseArguments(raw any, maxFiles int) (Arguments, error) {
 	if b, ok := raw.(json.RawMessage); ok {
 		raw = nil
@@ -276,7 +248,7 @@ func parseArguments(raw any, maxFiles int) (Arguments, error) {
 			args.Inputs = b
 		case "files":
 			if m, ok := v.(map[string]any); ok && len(m) > maxFiles {
-				return Arguments{}, &FilesCountError{N: len(m), Max: maxFiles}
+				return Arguments{}, &supervisor.FilesCountError{N: len(m), Max: maxFiles}
 			}
 			files, err := fileset.FromArgument(v)
 			if err != nil {
@@ -308,8 +280,8 @@ func jsonType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *tools) handler(lang string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		// A transport that split the call decoded its arguments already,
 		// and mcp-go saw them empty (package toolcall).
 		call := toolcall.FromContext(ctx)
@@ -321,44 +293,22 @@ func (s *Supervisor) handler(lang string) server.ToolHandlerFunc {
 		if err == nil {
 			err = s.checkTimeout(args.Timeout)
 		}
-		var tooMany *FilesCountError
-		if errors.As(err, &tooMany) {
-			a := filesCountAnswer(tooMany)
-			a.limitNote = s.limitNote(a, lang, 0)
-			return answerResult(a), nil
-		}
 		if err != nil {
-			return answerResult(errorAnswer("ArgumentError", err.Error())), nil
+			return answerResult(s.sup.Refuse(lang, err)), nil
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			stop := reportProgress(ctx, req.Params.Meta.ProgressToken)
 			defer stop()
 		}
-		a := s.Execute(ctx, Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
-		idLen := 0
-		if call != nil {
-			idLen = len(call.ID)
-		}
-		a.Fit(int64(s.cfg.Limits.MaxAnswer), idLen)
-		res := a.toolResult()
-		res.Content = append(res.Content, a.FileContents(call)...)
-		return res, nil
+		a := s.sup.Execute(ctx, supervisor.Request{Language: lang, Code: args.Code, Inputs: args.Inputs, Timeout: args.Timeout, Files: args.Files})
+		return toolAnswer(a, call, int64(s.cfg.Limits.MaxAnswer)), nil
 	}
-}
-
-// answerResult is the tool result of a call refused before it ran (its
-// arguments, a limit): an error with the same structuredContent as any
-// other answer, as the output schema promises.
-func answerResult(a *Answer) *mcp.CallToolResult {
-	res := mcp.NewToolResultStructured(a, a.Text())
-	res.IsError = true
-	return res
 }
 
 // checkTimeout refuses a timeout_seconds above --max-timeout, as the input
 // schema's maximum says: a call silently cut short of what it asked for
 // would look like a slow program.
-func (s *Supervisor) checkTimeout(asked time.Duration) error {
+func (s *tools) checkTimeout(asked time.Duration) error {
 	if most := s.cfg.Limits.MaxTimeout; asked > most {
 		return fmt.Errorf("argument \"timeout_seconds\" is %g, above the most a call may ask for on this server: %g seconds (--max-timeout)",
 			asked.Seconds(), most.Seconds())
@@ -373,7 +323,7 @@ const progressEvery = time.Second
 // call runs, with the elapsed seconds as progress, so a client can show the
 // call is alive (and keep its own request timeout from firing). The
 // returned function stops it.
-func reportProgress(ctx context.Context, token mcp.ProgressToken) (stop func()) {
+func reportProgress(ctx context.Context, token mcpgo.ProgressToken) (stop func()) {
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {
 		return func() {}
@@ -391,7 +341,7 @@ func reportProgress(ctx context.Context, token mcp.ProgressToken) (stop func()) 
 				return
 			case <-t.C:
 				elapsed := time.Since(start).Truncate(time.Second).Seconds()
-				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				_ = srv.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress), map[string]any{
 					"progressToken": token,
 					"progress":      elapsed,
 					"message":       fmt.Sprintf("running for %gs", elapsed),
@@ -404,18 +354,16 @@ func reportProgress(ctx context.Context, token mcp.ProgressToken) (stop func()) 
 
 // files says what a language's code sees of a file system, for its tool
 // description.
-func (s *Supervisor) files(l language) string {
-	if l.name != runtimes.Python {
+func (s *tools) files(l runtimes.Language) string {
+	if !l.Files.InScratch {
 		return "There is no file system and no network"
 	}
 	var b strings.Builder
 	if len(s.bundled) > 0 {
-		if v := python.NumpyVersion(); v != "" {
-			fmt.Fprintf(&b, "numpy %s is built in (numpy.linalg without BLAS, numpy.fft, numpy.random, "+
-				"numpy.polynomial, numpy.ma; 32-bit: its default int is int32, and no floating-point errors "+
-				"are signalled). ", v)
+		if l.Packages != nil {
+			b.WriteString(l.Packages.BuiltIn())
 		}
-		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", bundledList(s.bundled))
+		fmt.Fprintf(&b, "Bundled pure-Python packages, importable by these names: %s. ", strings.Join(s.bundled, ", "))
 	}
 	if len(s.pythonPackages) > 0 {
 		fmt.Fprintf(&b, "Extra packages, importable: %s. ", strings.Join(s.pythonPackages, ", "))
@@ -429,15 +377,4 @@ func (s *Supervisor) files(l language) string {
 	}
 	b.WriteString(". There is no network")
 	return b.String()
-}
-
-// bundledList names the bundled packages as a call imports them, each with
-// its upstream version: "attr/attrs 22.2.0, bs4 4.11.2, ...".
-func bundledList(pkgs []python.BundledPackage) string {
-	items := make([]string, 0, len(pkgs))
-	for _, p := range pkgs {
-		items = append(items, strings.Join(p.Modules, "/")+" "+p.UpstreamVersion())
-	}
-	slices.Sort(items)
-	return strings.Join(items, ", ")
 }

@@ -373,7 +373,7 @@ func csvOf(n int) []byte {
 }
 
 // BenchmarkSplit measures one pass over a tools/call with a 5 MiB CSV, the
-// pass that replaces encoding/json's many (go test -bench . ./supervisor/toolcall).
+// pass that replaces encoding/json's many (go test -bench . ./supervisor/mcp/toolcall).
 func BenchmarkSplit(b *testing.B) {
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": Method, "params": map[string]any{
 		"name": "execute_python", "arguments": map[string]any{"code": "x", "files": map[string]any{"data.csv": string(csvOf(5 << 20))}}}})

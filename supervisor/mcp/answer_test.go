@@ -1,4 +1,4 @@
-package supervisor
+package mcp
 
 import (
 	"bytes"
@@ -7,44 +7,42 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"capsule/ipc"
 	"capsule/runtimes"
 	"capsule/runtimes/fileset"
-	"capsule/supervisor/toolcall"
+	"capsule/supervisor"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // fitLimits let a test's worker return up to 64 files of 64 MiB in all.
 var fitLimits = fileset.Limits{MaxBytes: 64 << 20, MaxFiles: 64}
 
-// fitAnswer collects an answer with stdout, stderr and files as run does,
-// with room for all of them.
-func fitAnswer(t testing.TB, stdout, stderr string, files ...fileset.File) *Answer {
+// fitAnswer is an answer with stdout, stderr and files as the supervisor
+// collects it, with room for all of them.
+func fitAnswer(t testing.TB, stdout, stderr string, files ...fileset.File) *supervisor.Answer {
 	t.Helper()
-	c := newCollector(64 << 20)
-	c.files = newFileCollector(fitLimits)
-	d, err := c.read(frames(t, out(stdout), errOut(stderr), sendFiles(files...),
-		done(ipc.Done{Result: json.RawMessage(`"r"`), ResultType: "str", ResultRepr: "'r'"})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.answer(d, nil)
+	typ, repr := "str", "'r'"
+	a := &supervisor.Answer{Stdout: stdout, Stderr: stderr, Result: json.RawMessage(`"r"`), ResultType: &typ, ResultRepr: &repr}
+	// A copy, as the worker's frames would give: fit marks the files it
+	// withholds.
+	a.AddReturnedFiles(append([]fileset.File(nil), files...), 0, fitLimits)
+	return a
 }
 
 // encodedAnswer is the whole response the transports write for a: through
 // mcp-go's encoding, with the files spliced in for a split call, or
 // inline.
-func encodedAnswer(t testing.TB, a *Answer, split bool) []byte {
+func encodedAnswer(t testing.TB, a *supervisor.Answer, split bool) []byte {
 	t.Helper()
 	var call *toolcall.Call
 	id := "1"
 	if split {
 		call, _, _ = toolcall.Split([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`), ArgumentNames)
 	}
-	res := a.toolResult()
-	res.Content = append(res.Content, a.FileContents(call)...)
-	b, err := json.Marshal(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), res))
+	res := toolResult(a)
+	res.Content = append(res.Content, fileContents(a, call)...)
+	b, err := json.Marshal(mcpgo.NewJSONRPCResultResponse(mcpgo.NewRequestId(1), res))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +94,7 @@ func TestFitKeepsTheAnswerWithinTheLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, split := range []bool{false, true} {
 				a := fitAnswer(t, tt.stdout, tt.stderr, tt.files...)
-				a.Fit(max, 1)
+				fit(a, max, 1)
 				b := encodedAnswer(t, a, split)
 				if len(b) > max {
 					t.Errorf("split %v: the answer is %d bytes, over %d", split, len(b), max)
@@ -139,7 +137,7 @@ func TestFitLeavesOtherLimitsNamed(t *testing.T) {
 	a := fitAnswer(t, "", "", binaryFiles(12, 1<<20)...)
 	timeout := runtimes.LimitTimeout
 	a.Limit, a.Error = &timeout, &runtimes.ErrorInfo{Type: "TimeoutError", Message: "timeout: execution exceeded 30s"}
-	a.Fit(8<<20, 1)
+	fit(a, 8<<20, 1)
 	if *a.Limit != runtimes.LimitTimeout || a.Error.Type != "TimeoutError" || len(a.ReturnedFiles()) != 5 {
 		t.Errorf("limit %s, error %+v, %d files sent", *a.Limit, a.Error, len(a.ReturnedFiles()))
 	}
@@ -151,7 +149,7 @@ func TestFitLeavesOtherLimitsNamed(t *testing.T) {
 func BenchmarkFitSmallAnswer(b *testing.B) {
 	a := fitAnswer(b, "hello\n", "", binaryFiles(2, 1000)...)
 	for b.Loop() {
-		a.Fit(8<<20, 1)
+		fit(a, 8<<20, 1)
 	}
 }
 
@@ -167,8 +165,8 @@ func FuzzFit(f *testing.F) {
 			files = append(files, fileset.File{Path: fmt.Sprintf("f%02d.txt", i), Data: bytes.Repeat(file, 1+i), Binary: binary})
 		}
 		a := fitAnswer(t, string(stdout), string(stderr), files...)
-		const max = MinAnswer
-		a.Fit(max, 1)
+		const max = supervisor.MinAnswer
+		fit(a, max, 1)
 		for _, split := range []bool{false, true} {
 			if b := encodedAnswer(t, a, split); len(b) > max {
 				t.Fatalf("split %v: the answer is %d bytes, over %d", split, len(b), max)
@@ -183,7 +181,7 @@ func BenchmarkFitEscapedOutput(b *testing.B) {
 	escaped := strings.Repeat("<", 1<<20)
 	for b.Loop() {
 		a := fitAnswer(b, escaped, escaped)
-		a.Fit(8<<20, 1)
+		fit(a, 8<<20, 1)
 	}
 }
 
@@ -192,6 +190,6 @@ func BenchmarkFitFiles(b *testing.B) {
 	files := binaryFiles(16, 512<<10)
 	for b.Loop() {
 		a := fitAnswer(b, "hi\n", "", files...)
-		a.Fit(8<<20, 1)
+		fit(a, 8<<20, 1)
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"capsule/supervisor"
-	"capsule/supervisor/toolcall"
+	tools "capsule/supervisor/mcp"
+	"capsule/supervisor/mcp/toolcall"
 )
 
 // codeInternalError is JSON-RPC's internal error, the answer to a request
@@ -56,7 +56,7 @@ func (g *StdioGuard) ServeToolCalls(srv *server.MCPServer) server.StdioContextFu
 // guard serves tools/call itself, and start serves it; otherwise start is
 // nil and msg goes to the stdio server.
 func (g *StdioGuard) split(msg []byte, b *stdioBatch) (start func(), refused bool) {
-	call, small, refusal := toolcall.Split(msg, supervisor.ArgumentNames)
+	call, small, refusal := toolcall.Split(msg, tools.ArgumentNames)
 	if refusal != nil {
 		resp := errorResponse(refusal.ID, refusal.Code, refusal.Message)
 		if b != nil {

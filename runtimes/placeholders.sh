@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Placeholders for the runtimes' built assets, so that a fresh clone
+# type-checks and runs the unit tests of the packages that do not run code
+# without the runtime builds (minutes, and a CPython toolchain).
+#
+#	placeholders.sh                 write an empty placeholder for each
+#	                                asset runtimes/python, runtimes/javascript
+#	                                and runtimes/compiled embed (//go:embed)
+#	                                that no build has written yet
+#	placeholders.sh --remove NAME   remove the placeholders written in
+#	                                runtimes/NAME/dist, before its build
+#	                                writes the real assets there
+#
+# `make wazero` writes them; each runtime's make target removes its own
+# before it builds. Each dist directory lists the placeholders written in
+# it in dist/PLACEHOLDERS, so that only they are ever removed. A binary
+# built with a placeholder refuses to start (the runtime packages' Built):
+# it cannot run that language, and says to run make build.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+# assets NAME prints the files runtimes/NAME embeds, relative to its
+# directory; a "*" stands for one directory name, as in the //go:embed
+# pattern, and the placeholder takes "unbuilt" for it.
+assets() {
+	case $1 in
+	python)
+		echo dist/python.snap.wasm dist/python.data dist/python-numpy.snap.wasm dist/python-numpy.data \
+			dist/python311.zip dist/tzdata.zip \
+			dist/VERSION dist/ASSETS 'dist/sources/*/SOURCE' \
+			dist/bundle/packages.zip dist/bundle/ASSETS 'dist/bundle/sources/*/SOURCE'
+		;;
+	javascript)
+		echo dist/quickjs.snap.wasm dist/quickjs.data dist/VERSION dist/ASSETS 'dist/sources/*/SOURCE'
+		;;
+	compiled)
+		# Only linux/amd64 and linux/arm64 binaries embed images.
+		local goos goarch
+		goos=$(${GO:-go} env GOOS)
+		goarch=$(${GO:-go} env GOARCH)
+		if [[ $goos == linux && ($goarch == amd64 || $goarch == arm64) ]]; then
+			echo "dist/linux-$goarch/python.image dist/linux-$goarch/python-numpy.image" \
+				"dist/linux-$goarch/javascript.image dist/linux-$goarch/ASSETS"
+		fi
+		;;
+	esac
+}
+
+if [[ ${1:-} == --remove ]]; then
+	dir=$here/${2:?usage: placeholders.sh --remove python|javascript|compiled}
+	list=$dir/dist/PLACEHOLDERS
+	[[ -f $list ]] || exit 0
+	while IFS= read -r f; do
+		rm -f "$dir/$f"
+		# The directories made for a placeholder only (sources/unbuilt).
+		rmdir -p --ignore-fail-on-non-empty "$(dirname "$dir/$f")" 2>/dev/null || true
+	done <"$list"
+	rm -f "$list"
+	exit 0
+fi
+
+for name in python javascript compiled; do
+	dir=$here/$name
+	set -f # the patterns are globbed below, against $dir
+	read -ra patterns <<<"$(assets "$name")"
+	set +f
+	for pattern in "${patterns[@]}"; do
+		# An asset a build wrote stays as it is.
+		if compgen -G "$dir/$pattern" >/dev/null; then
+			continue
+		fi
+		f=${pattern//\*/unbuilt}
+		mkdir -p "$dir/$(dirname "$f")"
+		: >"$dir/$f"
+		mkdir -p "$dir/dist"
+		echo "$f" >>"$dir/dist/PLACEHOLDERS"
+		wrote=1
+	done
+done
+if [[ ${wrote:-0} == 1 ]]; then
+	echo "placeholders.sh: empty placeholders written for the runtime assets not built yet" \
+		"(enough for go vet and the unit tests; make build builds the runtimes)" >&2
+fi
