@@ -55,6 +55,16 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(helperEnv); v != "" {
 		os.Exit(helperMain(v))
 	}
+	// The lockdown applies no_new_privs and seccomp to every thread with
+	// AllThreadsSyscall, which Go refuses in a binary linked with cgo:
+	// these tests need a build without it, as capsule does (the Makefile
+	// exports CGO_ENABLED=0). One failure that says so, rather than one per
+	// test.
+	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0); e == syscall.ENOTSUP {
+		fmt.Fprintln(os.Stderr, "worker/lockdown: this test binary is linked with cgo, under which Go refuses the lockdown's AllThreadsSyscall: "+
+			"run it as make does, CGO_ENABLED=0 go test ./worker/...")
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }
 
