@@ -461,12 +461,12 @@ func (s *Supervisor) release(p *process) {
 // too would leave that slot idle. A call whose imports require a
 // variant's own module (numpy's) always runs on it, its pool or not.
 func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, error) {
-	names, required := s.variantsFor(req)
-	if p := s.variantWorker(ctx, names); p != nil {
+	p, required := s.variantWorker(ctx, req)
+	if p != nil {
 		return p, nil
 	}
-	if required {
-		return s.startWorkerRetrying(ctx, snapcache.Name{Language: req.Language, Variant: names[0]})
+	if required.Variant != "" {
+		return s.startWorkerRetrying(ctx, required)
 	}
 	plain := snapcache.Name{Language: req.Language}
 	pl := s.pools[req.Language]
@@ -474,7 +474,7 @@ func (s *Supervisor) acquireWorker(ctx context.Context, req Request) (*process, 
 		return s.startWorkerRetrying(ctx, plain)
 	}
 	pl.arrive()
-	p := pl.takeReady(ctx)
+	p = pl.takeReady(ctx)
 	if p == nil {
 		var err error
 		if p, err = s.startWorkerRetrying(ctx, plain); err != nil {

@@ -104,13 +104,19 @@ func (vs *variants) shutdown() {
 }
 
 // variantWorker returns a ready worker started from the first configured
-// variant of names (a call's, variantsFor), or nil: none is configured,
-// its snapshot is not ready yet (the call starts it being made), or its
-// worker did not start.
-func (s *Supervisor) variantWorker(ctx context.Context, names []string) *process {
+// variant of those req's imports ask for (variantsFor), or nil: none is
+// configured, its snapshot is not ready yet (the call starts it being
+// made), or its worker did not start. required names the variant req must
+// run on when there is no such worker (one with a module of its own), and
+// is the zero Name otherwise.
+func (s *Supervisor) variantWorker(ctx context.Context, req Request) (p *process, required snapcache.Name) {
+	names, mustRun := s.variantsFor(req)
+	if mustRun {
+		required = snapcache.Name{Language: req.Language, Variant: names[0]}
+	}
 	v := s.variants.pick(names)
 	if v == nil {
-		return nil
+		return nil, required
 	}
 	v.demand.Called(time.Now())
 	if v.snap.Load() == nil {
@@ -120,21 +126,21 @@ func (s *Supervisor) variantWorker(ctx context.Context, names []string) *process
 				v.makeSnapshot()
 			}()
 		}
-		return nil
+		return nil, required
 	}
 	if v.pool != nil {
 		v.pool.signal() // its size may have grown with this call
 		if p := v.pool.takeReady(ctx); p != nil {
-			return p
+			return p, required
 		}
 	}
 	p, err := s.startWorker(ctx, v.name)
 	if err != nil {
 		s.log.Warn("a variant's worker did not start; the call starts another",
 			"snapshot", v.name.String(), "error", err)
-		return nil
+		return nil, required
 	}
-	return p
+	return p, required
 }
 
 // makeSnapshot makes or loads the variant's snapshot once the plain
