@@ -292,13 +292,22 @@ def _exact_numpy(v, depth):
     raise _Inexact
 
 
+# type's own getters of a class's names: a metaclass of the code's may
+# override __qualname__ or __module__ with code of its own, which the
+# report must not run.
+_type_qualname = type.__dict__["__qualname__"].__get__
+_type_module = type.__dict__["__module__"].__get__
+
+
 def _render(value):
     """The result's report fields: its JSON text where it maps exactly,
-    its type's name, and its repr."""
+    its type's name, and its repr. The code's own methods (a __repr__, or
+    an array subclass's tolist) may run and fail: that costs the field,
+    never the report."""
     t = type(value)
-    name = t.__qualname__
+    name = _type_qualname(t)
     # numpy's types by their numpy names (numpy.ndarray, numpy.int64).
-    module = getattr(t, "__module__", None)
+    module = _type_module(t)
     if type(module) is str and (module == "numpy" or module.startswith("numpy.")):
         name = module + "." + name
     rendered = {"result_type": name}
@@ -308,7 +317,7 @@ def _render(value):
         rendered["result_repr"] = "<unrepresentable %s object>" % type(value).__name__
     try:
         rendered["result"] = _dumps(_exact(value, 0))
-    except (_Inexact, RecursionError, MemoryError):
+    except BaseException:
         pass
     return rendered
 

@@ -288,3 +288,39 @@ int(m.arange(4).sum())`, nil)
 		t.Errorf("numpy's module: result %s, error %+v", r.Result, r.Error)
 	}
 }
+
+// TestResultRenderingSurvivesTheCodesMethods: rendering the result runs no
+// code of the call's that could break the report: a metaclass that
+// overrides __module__ is not asked, and an array subclass
+// whose tolist raises costs the JSON, not the answer.
+func TestResultRenderingSurvivesTheCodesMethods(t *testing.T) {
+	cases := []struct {
+		name, variant, code, typ string
+	}{
+		{"a metaclass's __module__", "", `class M(type):
+    @property
+    def __module__(cls):
+        raise ValueError("module")
+class C(metaclass=M):
+    def __repr__(self):
+        return "c"
+C()`, "C"},
+		{"an array subclass whose tolist raises", "numpy", `import numpy as np
+class A(np.ndarray):
+    def tolist(self):
+        raise ValueError("tolist")
+np.arange(3).view(A)`, "A"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := engineWithLimit(t, defaultLimit)
+			if c.variant != "" {
+				e = variantEngine(t, c.variant)
+			}
+			r := runIn(t, e, c.code, nil)
+			if r.Error != nil || r.ResultType != c.typ || r.ResultRepr == "" || len(r.Result) != 0 {
+				t.Errorf("error %+v, type %q, repr %q, result %s; want the type %q, a repr and no JSON", r.Error, r.ResultType, r.ResultRepr, r.Result, c.typ)
+			}
+		})
+	}
+}
