@@ -40,13 +40,8 @@ type Language struct {
 	// or compiles, that module as a plain one does, and its calls cannot
 	// start from the plain interpreter. nil: no variant does.
 	OwnModule func(variant string) bool
-	// ModuleName names the module a variant ("" for the plain
-	// interpreter) runs, as compiled images are named: the language's
-	// name, or a variant's own (python-numpy). nil: always the
-	// language's name.
-	ModuleName func(variant string) string
-	// Image returns the compiled image of a module (as ModuleName names
-	// it) that this binary embeds for its architecture
+	// Image returns the compiled image of a module (as Module names it)
+	// that this binary embeds for its architecture
 	// (runtimes/compiled), or nil: cmd/capsule fills it in.
 	Image func(module string) []byte
 	// Packages is how the language takes packages beyond its own library,
@@ -141,12 +136,14 @@ func (l Language) HasOwnModule(variant string) bool {
 	return variant != "" && l.OwnModule != nil && l.OwnModule(variant)
 }
 
-// Module names the module variant runs (ModuleName).
+// Module names the module variant ("" for the plain interpreter) runs, as
+// its build output and compiled image are named: the language's name, or
+// NAME-VARIANT for a variant with a module of its own (python-numpy).
 func (l Language) Module(variant string) string {
-	if l.ModuleName == nil {
-		return l.Name
+	if l.HasOwnModule(variant) {
+		return l.Name + "-" + variant
 	}
-	return l.ModuleName(variant)
+	return l.Name
 }
 
 // CompiledImage returns the compiled image of variant's module that the

@@ -85,10 +85,11 @@ type Config struct {
 	// BundledPackages makes the pure-Python packages embedded with the
 	// Python runtime importable (runtimes/python/bundle.sh).
 	BundledPackages bool
-	// Variant names the snapshot variant WriteSnapshot makes: the
-	// interpreter with more modules imported at its start-up (Python's
-	// python.Variants). Empty for the plain interpreter, the only one a
-	// runtime without variants has.
+	// Variant names the snapshot variant (the interpreter with more
+	// modules imported at its start-up, Python's python.Variants) that
+	// WriteSnapshot makes or a run starts from; a variant with a module of
+	// its own also picks the module Compile loads. Empty for the plain
+	// interpreter, the only one a runtime without variants has.
 	Variant string
 }
 

@@ -17,7 +17,7 @@ const compileAtStartEnv = "CAPSULE_TEST_COMPILE_AT_START"
 
 // moduleName names the module name's snapshot runs, as the binary's
 // compiled images are named: the language's, or a variant's own (its
-// Language.ModuleName).
+// Language.Module).
 func (s *Supervisor) moduleName(name snapcache.Name) string {
 	l, _ := s.cfg.Languages.Lookup(name.Language)
 	if l.Name == "" {

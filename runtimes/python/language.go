@@ -29,7 +29,6 @@ func Language() runtimes.Language {
 		Variants:    VariantNames(),
 		VariantsFor: VariantsFor,
 		OwnModule:   OwnModule,
-		ModuleName:  ModuleName,
 		Packages: &runtimes.Packages{
 			Bundled: bundledList,
 			BuiltIn: builtIn,

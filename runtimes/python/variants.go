@@ -121,21 +121,11 @@ func VariantsFor(modules []string) (names []string, required bool) {
 
 // OwnModule reports whether the variant named runs a module of its own
 // (Variant.OwnModule): its snapshot worker is given that module's
-// compiled image (ModuleName names it), not the plain interpreter's.
-// The plain interpreter ("") and unknown names have none.
+// compiled image (runtimes.Language.Module names it), not the plain
+// interpreter's. The plain interpreter ("") and unknown names have none.
 func OwnModule(name string) bool {
 	v, err := variant(name)
 	return err == nil && v != nil && v.OwnModule
-}
-
-// ModuleName names the module a variant runs, as its compiled image is
-// named (runtimes/compiled): "python" for the plain interpreter and the
-// variants that share it, python-NAME for one with its own.
-func ModuleName(name string) string {
-	if OwnModule(name) {
-		return runtimes.Python + "-" + name
-	}
-	return runtimes.Python
 }
 
 // wasmModule is one of the embedded interpreter modules: the code without

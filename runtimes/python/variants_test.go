@@ -68,8 +68,8 @@ func TestVariantsFor(t *testing.T) {
 
 func TestModuleName(t *testing.T) {
 	for name, want := range map[string]string{"": "python", "sympy": "python", "numpy": "python-numpy", "nosuch": "python"} {
-		if got := ModuleName(name); got != want {
-			t.Errorf("ModuleName(%q) = %q, want %q", name, got, want)
+		if got := Language().Module(name); got != want {
+			t.Errorf("Language().Module(%q) = %q, want %q", name, got, want)
 		}
 		if got := OwnModule(name); got != (want != "python") {
 			t.Errorf("OwnModule(%q) = %t", name, got)
