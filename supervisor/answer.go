@@ -23,7 +23,7 @@ type Answer struct {
 	DurationMS      float64             `json:"duration_ms"`
 	StdoutTruncated bool                `json:"stdout_truncated"`
 	StderrTruncated bool                `json:"stderr_truncated"`
-	// Files lists the files returned, if any (files.go).
+	// Files lists the files returned, if any (run.go's fileCollector).
 	Files []FileInfo `json:"files,omitempty"`
 
 	// Not part of the structured result. The text shows the counts of

@@ -17,12 +17,15 @@ import (
 // plain one's: 60 to 100 ms of CPU).
 const variantStartGuess = 100 * time.Millisecond
 
-// variants are the Python snapshot variants the server uses
-// (python.Variants, as --python-variants chose them): each made on its
+// variants are the snapshot variants the server keeps ready (the
+// language table's, as --python-variants chose them): each made on its
 // first call, once every language's plain snapshot and first worker are
-// ready, and kept in a pool sized by its own calls. Until then, and for
-// good when it cannot be made, its calls start from the plain snapshot:
-// slower, never wrong.
+// ready, and kept in a pool sized by its own calls. Until then, and while
+// it cannot be made (the cache retries after a backoff), its calls start
+// from the plain snapshot: slower, never wrong. A variant with a module of
+// its own is the exception: its calls cannot run on the plain interpreter,
+// so a call that finds it not ready starts a worker of it itself, making
+// its snapshot if need be (acquireWorker).
 type variants struct {
 	// closed ends when the supervisor closes: a snapshot being made is
 	// given up, and no pool is started after it.
@@ -158,7 +161,8 @@ func (v *variant) makeSnapshot() {
 	snap := s.snapshots.Get(v.name)
 	if snap == nil {
 		// The cache said why; calls keep starting from the plain
-		// snapshot, and a later one asks again.
+		// snapshot (or, for a variant with a module of its own, a
+		// worker of it started cold), and a later one asks again.
 		return
 	}
 	v.mu.Lock()

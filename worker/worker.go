@@ -281,6 +281,8 @@ func writeSnapshot(ctx context.Context, languages runtimes.Languages, setup *ipc
 	cfg := runtimeConfig(setup)
 	var engine runtimes.Engine
 	if setup.Variant == "" || l.HasOwnModule(setup.Variant) {
+		// At the normal priority, also for a variant with a module of its
+		// own: the call that asked for it waits for it.
 		engine, err = compileForSnapshot(ctx, l, cfg, os.NewFile(ipc.ImageFD, "compiled image"))
 	} else {
 		engine, err = compileForVariant(ctx, l, cfg)

@@ -43,17 +43,10 @@ func toolAnswer(a *supervisor.Answer, call *toolcall.Call, max int64) *mcpgo.Cal
 	return res
 }
 
-// answerResult is the tool result of a call refused before it ran (its
-// arguments, a limit): an error with the same structuredContent as any
-// other answer, as the output schema promises.
-func answerResult(a *supervisor.Answer) *mcpgo.CallToolResult {
-	res := mcpgo.NewToolResultStructured(a, a.Text())
-	res.IsError = true
-	return res
-}
-
 // toolResult is the MCP tool result of the answer, without the files'
-// contents (FileContents adds them).
+// contents (fileContents adds them). A call refused before it ran (its
+// arguments, a limit) gets one too: an error with the same
+// structuredContent as any other answer, as the output schema promises.
 func toolResult(a *supervisor.Answer) *mcpgo.CallToolResult {
 	res := mcpgo.NewToolResultStructured(a, a.Text())
 	res.IsError = a.IsError()
@@ -139,7 +132,6 @@ func fit(a *supervisor.Answer, max int64, idLen int) {
 		return
 	}
 	budget -= limitReserve
-	limit, errInfo := a.Limit, a.Error
 	var sendable []int
 	for i, f := range a.Returned.Files {
 		if !f.Truncated {
@@ -173,9 +165,8 @@ func fit(a *supervisor.Answer, max int64, idLen int) {
 		return
 	}
 	if withheld > 0 {
-		cuts = append(cuts, fmt.Sprintf("%d %s not sent (listed with truncated: true)", withheld, plural(withheld, "file was", "files were")))
+		cuts = append(cuts, supervisor.Count(int64(withheld), "file was", "files were")+" not sent (listed with truncated: true)")
 	}
-	a.Limit, a.Error = limit, errInfo
 	msg := fmt.Sprintf("answer: the answer would have been over the limit of %s of encoded JSON per answer (--max-answer); %s",
 		runtimes.FormatBytes(max), strings.Join(cuts, "; "))
 	if a.Limit == nil {
@@ -189,14 +180,6 @@ func fit(a *supervisor.Answer, max int64, idLen int) {
 	// Another limit was hit first and keeps the error; the text still
 	// says what the answer limit took.
 	a.AnswerNote = msg
-}
-
-// plural picks one or many by n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // withhold marks file i as not sent, or as sent again, for the answer
@@ -338,25 +321,15 @@ func runeJSONLen(r rune, size int) int64 {
 }
 
 // contentSize is the encoded size of returned file i's content, as
-// FileContents makes it.
+// fileContents makes it: the content without its data, and the data's
+// encoded length.
 func contentSize(a *supervisor.Answer, i int) int64 {
-	f, k := a.Returned.Files[i], a.Returned.Kinds[i]
-	var shell mcpgo.Content
-	uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
-	var data int64
-	switch {
-	case k.Image:
-		shell = mcpgo.NewImageContent("", k.MIME)
-		data = int64(base64.StdEncoding.EncodedLen(len(f.Data)))
-	case k.Text:
-		shell = mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME})
-		data = jsonStringLen(f.Data) - 2
-	default:
-		shell = mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME})
-		data = int64(base64.StdEncoding.EncodedLen(len(f.Data)))
+	f := a.Returned.Files[i]
+	b, _ := json.Marshal(fileContent(a, i, ""))
+	if a.Returned.Kinds[i].Text {
+		return int64(len(b)) + jsonStringLen(f.Data) - 2
 	}
-	b, _ := json.Marshal(shell)
-	return int64(len(b)) + data
+	return int64(len(b)) + int64(base64.StdEncoding.EncodedLen(len(f.Data)))
 }
 
 // fileContents is the MCP content of the files returned and sent, in path
@@ -371,16 +344,27 @@ func fileContents(a *supervisor.Answer, call *toolcall.Call) []mcpgo.Content {
 		if f.Truncated {
 			continue
 		}
-		k := a.Returned.Kinds[i]
-		uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
-		switch {
-		case k.Image:
-			out = append(out, mcpgo.NewImageContent(call.Base64(f.Data), k.MIME))
-		case k.Text:
-			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: call.Text(f.Data)}))
-		default:
-			out = append(out, mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: call.Base64(f.Data)}))
+		var data string
+		if a.Returned.Kinds[i].Text {
+			data = call.Text(f.Data)
+		} else {
+			data = call.Base64(f.Data)
 		}
+		out = append(out, fileContent(a, i, data))
 	}
 	return out
+}
+
+// fileContent is returned file i's content with data, its bytes as the
+// content carries them (the text of a text file, base64 otherwise).
+func fileContent(a *supervisor.Answer, i int, data string) mcpgo.Content {
+	f, k := a.Returned.Files[i], a.Returned.Kinds[i]
+	uri := (&url.URL{Scheme: "file", Path: "/tmp/" + fileset.OutputsDir + "/" + f.Path}).String()
+	switch {
+	case k.Image:
+		return mcpgo.NewImageContent(data, k.MIME)
+	case k.Text:
+		return mcpgo.NewEmbeddedResource(mcpgo.TextResourceContents{URI: uri, MIMEType: k.MIME, Text: data})
+	}
+	return mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: uri, MIMEType: k.MIME, Blob: data})
 }

@@ -294,7 +294,7 @@ func (s *tools) handler(lang string) server.ToolHandlerFunc {
 			err = s.checkTimeout(args.Timeout)
 		}
 		if err != nil {
-			return answerResult(s.sup.Refuse(lang, err)), nil
+			return toolResult(s.sup.Refuse(lang, err)), nil
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			stop := reportProgress(ctx, req.Params.Meta.ProgressToken)

@@ -215,8 +215,8 @@ func checkWritable(dir *os.File) error {
 
 // Get returns name's snapshot, loading or making it on the first call;
 // concurrent callers wait for that. Without one it returns nil, and
-// workers start their interpreter cold (or, for a variant, from the plain
-// snapshot). An entry that could not be made (the reason is logged) is
+// workers start their interpreter cold (or, for a variant that shares its
+// language's module, from the plain snapshot). An entry that could not be made (the reason is logged) is
 // tried again by the first call after its backoff (Options.RetryAfter), in
 // the background: that call and those during the attempt do not wait.
 func (c *Cache) Get(name Name) *Snapshot {
