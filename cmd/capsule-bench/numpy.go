@@ -113,8 +113,8 @@ func (r *report) printNumpy(p printer) {
 	p("### numpy")
 	p("")
 	p("numpy's hot paths, timed inside the snippet as the Python snippets are (median of %d): capsule's numpy "+
-		"(1.19.5, built into the interpreter, no BLAS) against Debian's python3.11 with Debian's numpy, run in turn "+
-		"within each repetition.", r.opts.reps)
+		"(%s, in the numpy variant's own interpreter module, no BLAS) against Debian's python3.11 with Debian's numpy, "+
+		"run in turn within each repetition.", r.opts.reps, r.capsuleNumpy())
 	p("")
 	native := "Debian numpy " + r.numpyVersion
 	if r.numpyVersion == "" {
@@ -142,4 +142,15 @@ func (r *report) printNumpy(p printer) {
 // and after, which have none.
 func (b *bench) hasNumpy() bool {
 	return strings.Contains(b.r.capsuleVersion, "numpy ")
+}
+
+// capsuleNumpy is the numpy the measured binary has, as `capsule version`
+// lists it ("numpy 1:1.19.5-1 (Debian source package)").
+func (r *report) capsuleNumpy() string {
+	for line := range strings.Lines(r.capsuleVersion) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "numpy "); ok {
+			return "numpy " + v
+		}
+	}
+	return "numpy"
 }

@@ -65,7 +65,7 @@ func (c *commonFlags) register(e *EnvFlags, fs *flag.FlagSet) {
 	registerConfigFlags(e, &c.cfg)
 	c.logLevel = "info"
 	e.Var(StringValue{S: &c.logLevel}, "log-level", "CAPSULE_LOG_LEVEL", "log level: trace, debug, info, warn, error")
-	e.Var(BoolValue(&c.logJSON), "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
+	e.Var(boolValue{&c.logJSON}, "log-json", "CAPSULE_LOG_JSON", "log as JSON lines")
 }
 
 // parse parses args and reports whether the command should go on, and

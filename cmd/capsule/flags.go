@@ -247,15 +247,6 @@ func (v StringValue) String() string {
 // Set implements flag.Value.
 func (v StringValue) Set(s string) error { *v.S = s; return nil }
 
-// BoolValue returns a flag.Value for b (true/false, 1/0, yes/no, on/off).
-func BoolValue(b *bool) flag.Value { return boolValue{b} }
-
-// DurationValue returns a flag.Value for a positive duration (30s, 2m).
-func DurationValue(d *time.Duration) flag.Value { return durationValue{d} }
-
-// IntValue returns a flag.Value for a whole number of at least min.
-func IntValue(n *int, min int) flag.Value { return intValue{n, min} }
-
 // registerServeFlags defines serve's transport flags, with their environment
 // variables, on e.
 func registerServeFlags(e *EnvFlags, o *transport.ServeOptions) {
@@ -269,9 +260,9 @@ func registerServeFlags(e *EnvFlags, o *transport.ServeOptions) {
 		"limit on an HTTP request's body (larger ones get 413) and on a stdio message (larger ones get a JSON-RPC error)")
 	e.Var(autoInt{&o.MaxClientConcurrency}, "max-client-concurrency", "CAPSULE_MAX_CLIENT_CONCURRENCY",
 		"HTTP requests one client (remote IP) may have in flight; more get 429")
-	e.Var(BoolValue(&o.TrustProxyHeaders), "trust-proxy-headers", "CAPSULE_TRUST_PROXY_HEADERS",
+	e.Var(boolValue{&o.TrustProxyHeaders}, "trust-proxy-headers", "CAPSULE_TRUST_PROXY_HEADERS",
 		"identify HTTP clients by X-Forwarded-For's first address (only behind a proxy that sets it)")
-	e.Var(DurationValue(&o.ShutdownGrace), "shutdown-grace", "CAPSULE_SHUTDOWN_GRACE",
+	e.Var(durationValue{&o.ShutdownGrace}, "shutdown-grace", "CAPSULE_SHUTDOWN_GRACE",
 		"on SIGTERM or SIGINT, how long running calls may take to finish before their workers are killed")
 }
 
@@ -332,4 +323,4 @@ func (v autoInt) String() string {
 	return strconv.Itoa(*v.n)
 }
 
-func (v autoInt) Set(s string) error { return IntValue(v.n, 1).Set(s) }
+func (v autoInt) Set(s string) error { return intValue{v.n, 1}.Set(s) }

@@ -107,15 +107,11 @@ func TestValidateMaxTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			cfg := supervisor.DefaultConfig(languages())
-			e := NewEnvFlags(fs)
-			registerConfigFlags(e, &cfg)
-			if err := e.Parse(tt.args); err != nil {
+			cfg, err := parseConfig(t, nil, tt.args)
+			if err != nil {
 				t.Fatal(err)
 			}
-			err := cfg.Validate()
+			err = cfg.Validate()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, supervisor.ErrConfig) {
 					t.Fatalf("err = %v, want supervisor.ErrConfig with %q", err, tt.wantErr)

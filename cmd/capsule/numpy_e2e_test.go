@@ -84,11 +84,15 @@ func TestNumpy(t *testing.T) {
 // TestNumpyHiddenWithoutBundle: --bundled-packages=false hides numpy as it
 // hides the pure-Python packages.
 func TestNumpyHiddenWithoutBundle(t *testing.T) {
-	out, err := exec.Command(capsuleBin, "exec", "python", "--bundled-packages=false", "-c", "import numpy").CombinedOutput()
+	cmd := exec.Command(capsuleBin, "exec", "python", "--bundled-packages=false", "-c", "import numpy")
+	cmd.Env = serverEnv()
+	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "ModuleNotFoundError: No module named 'numpy'") {
 		t.Errorf("import numpy without the bundle: %v\n%s", err, out)
 	}
-	out, err = exec.Command(capsuleBin, "exec", "python", "-c", "import numpy\nnumpy.__version__").CombinedOutput()
+	cmd = exec.Command(capsuleBin, "exec", "python", "-c", "import numpy\nnumpy.__version__")
+	cmd.Env = serverEnv()
+	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "'1.19.5'") {
 		t.Errorf("import numpy with the bundle: %v\n%s", err, out)
 	}
