@@ -20,31 +20,16 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 
-# assets NAME prints the files runtimes/NAME embeds, relative to its
-# directory; a "*" stands for one directory name, as in the //go:embed
-# pattern, and the placeholder takes "unbuilt" for it.
+# assets NAME prints the built files runtimes/NAME embeds, relative to its
+# directory: the //go:embed patterns under dist/, as go list reads them from
+# the package for this GOOS and GOARCH (-e: they match nothing yet), so that
+# a new embed needs no line here. A "*" stands for one directory name, and
+# the placeholder takes "unbuilt" for it.
 assets() {
-	case $1 in
-	python)
-		echo dist/python.snap.wasm dist/python.data dist/python-numpy.snap.wasm dist/python-numpy.data \
-			dist/python311.zip dist/tzdata.zip \
-			dist/VERSION dist/ASSETS 'dist/sources/*/SOURCE' \
-			dist/bundle/packages.zip dist/bundle/ASSETS 'dist/bundle/sources/*/SOURCE'
-		;;
-	javascript)
-		echo dist/quickjs.snap.wasm dist/quickjs.data dist/VERSION dist/ASSETS 'dist/sources/*/SOURCE'
-		;;
-	compiled)
-		# Only linux/amd64 and linux/arm64 binaries embed images.
-		local goos goarch
-		goos=$(${GO:-go} env GOOS)
-		goarch=$(${GO:-go} env GOARCH)
-		if [[ $goos == linux && ($goarch == amd64 || $goarch == arm64) ]]; then
-			echo "dist/linux-$goarch/python.image dist/linux-$goarch/python-numpy.image" \
-				"dist/linux-$goarch/javascript.image dist/linux-$goarch/ASSETS"
-		fi
-		;;
-	esac
+	local patterns
+	patterns=$(cd "$here" && ${GO:-go} list -e -f '{{join .EmbedPatterns "\n"}}' "./$1") ||
+		{ echo "placeholders.sh: go list ./runtimes/$1 failed (run make wazero first)" >&2; exit 1; }
+	grep '^dist/' <<<"$patterns" || true
 }
 
 if [[ ${1:-} == --remove ]]; then
@@ -62,10 +47,10 @@ fi
 
 for name in python javascript compiled; do
 	dir=$here/$name
-	set -f # the patterns are globbed below, against $dir
-	read -ra patterns <<<"$(assets "$name")"
-	set +f
+	list=$(assets "$name")
+	mapfile -t patterns <<<"$list"
 	for pattern in "${patterns[@]}"; do
+		[[ -n $pattern ]] || continue
 		# An asset a build wrote stays as it is.
 		if compgen -G "$dir/$pattern" >/dev/null; then
 			continue
