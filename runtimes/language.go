@@ -19,6 +19,10 @@ type Language struct {
 	Name string
 	// Tool is how the language's MCP tool reads.
 	Tool Tool
+	// Built reports an error when the binary embeds make wazero's empty
+	// placeholders for the runtime's assets instead of the runtime: it
+	// could answer no call of the language.
+	Built func() error
 	// Compile loads the language's module, through the file compilation
 	// cache when the Config names one: the worker's compile step.
 	Compile func(context.Context, Config) (Engine, error)

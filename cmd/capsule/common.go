@@ -11,8 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"capsule/runtimes/compiled"
-	"capsule/runtimes/javascript"
-	"capsule/runtimes/python"
 	"capsule/supervisor"
 )
 
@@ -115,7 +113,11 @@ func (c *commonFlags) newSupervisor(log hclog.Logger) (*supervisor.Supervisor, e
 // of `make wazero` for a runtime rather than the runtime: it could answer
 // no call of that language.
 func runtimesBuilt() error {
-	return errors.Join(python.Built(), javascript.Built(), compiled.Built())
+	errs := []error{compiled.Built()}
+	for _, l := range languages() {
+		errs = append(errs, l.Built())
+	}
+	return errors.Join(errs...)
 }
 
 // startFailed reports why the supervisor could not start and returns the

@@ -43,7 +43,7 @@ func Built() error {
 
 // Image returns a module's embedded compiled image, or nil when the binary
 // has none (another platform, another module). A module is named as its
-// language, or as a variant's own (python.ModuleName: python-numpy).
+// language, or as a variant's own (runtimes.Language.Module: python-numpy).
 func Image(module string) []byte { return images[module] }
 
 // Verify hashes every embedded image and compares it with the SHA-256 the

@@ -35,6 +35,7 @@ func Language() runtimes.Language {
 				"Object.entries(t).map(e => e.join(',')).join('\\n') + '\\n';`",
 			LargeOutput: "return large data through the global outputs",
 		},
+		Built:   Built,
 		Compile: Compile,
 		Identity: func(variant string) (string, error) {
 			if variant != "" {

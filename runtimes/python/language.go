@@ -24,6 +24,7 @@ func Language() runtimes.Language {
 				"notebook cell: its repr, and exact JSON where it maps) come back.",
 			Colours: [2]string{"#3776ab", "#ffd43b"},
 		},
+		Built:       Built,
 		Compile:     Compile,
 		Identity:    VariantIdentity,
 		Variants:    VariantNames(),
